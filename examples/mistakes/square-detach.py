@@ -1,0 +1,13 @@
+# exercise: square
+# mistake: .detach() inside backward cuts the graph that double backward needs
+# expect: forward=pass first-order=pass second-order=detach_in_backward structure=pass
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        return grad_out * 2 * x.detach()

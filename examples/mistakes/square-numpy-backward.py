@@ -1,0 +1,13 @@
+# exercise: square
+# mistake: backward goes through NumPy, which autograd cannot record
+# expect: forward=pass first-order=pass second-order=numpy_in_backward structure=pass
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        return grad_out * torch.from_numpy(2 * x.detach().numpy())

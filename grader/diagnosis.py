@@ -1,0 +1,239 @@
+"""What the student did wrong, and how to say it.
+
+A failed check produces a ``Finding``: the mistake's id (a key of
+``grader.messages``), where it happened, expected versus received on a small
+probe, and the fields the message templates use. ``CheckFailed`` is the
+``AssertionError`` a test cell raises; its text is ``Finding.render()``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import torch
+
+from . import messages
+
+GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
+TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+
+
+@dataclass
+class Finding:
+    exercise: str
+    check: str  # "forward", "first derivatives", ...
+    mistake: str  # key in grader.messages
+    probe: str = ""
+    where: str = ""
+    expected: str | None = None
+    received: str | None = None
+    section: str = ""
+    fields: dict[str, Any] = field(default_factory=dict)
+    code: str = ""  # the student's line that raised, if any
+
+    def _format(self, template: str) -> str:
+        values = {"exercise": self.exercise, **self.fields}
+        try:
+            return template.format(**values)
+        except (KeyError, IndexError, ValueError):
+            return template
+
+    @property
+    def title(self) -> str:
+        return self._format(messages.message(self.mistake).title)
+
+    @property
+    def hint(self) -> str:
+        return self._format(messages.message(self.mistake).hint)
+
+    def render(self) -> str:
+        lines = [f"✗ {self.exercise} · {self.check}: {self.title}"]
+        if self.code:
+            lines.append(f"  in your code: {self.code}")
+        if self.where:
+            lines.append(f"  where:    {self.where}")
+        if self.probe:
+            lines.append(f"  probe:    {self.probe}")
+        if self.expected is not None or self.received is not None:
+            lines.append(f"  expected: {self.expected}")
+            lines.append(f"  received: {self.received}")
+        hint = self.hint
+        if self.section:
+            hint += f" (See section {self.section}.)"
+        lines.append(f"  hint:     {hint}")
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "exercise": self.exercise,
+            "check": self.check,
+            "mistake": self.mistake,
+            "title": self.title,
+            "where": self.where,
+            "probe": self.probe,
+            "expected": self.expected,
+            "received": self.received,
+            "hint": self.hint,
+        }
+
+
+class CheckFailed(AssertionError):
+    """Raised by a check; the message is what the student reads."""
+
+    def __init__(self, finding: Finding):
+        self.finding = finding
+        super().__init__("\n" + finding.render())
+
+    def __str__(self) -> str:  # keep the message readable in a notebook traceback
+        return "\n" + self.finding.render()
+
+
+# --- numbers --------------------------------------------------------------------------------
+
+RTOL, ATOL = 1e-7, 1e-9
+
+
+def close(a: torch.Tensor, b: torch.Tensor, rtol: float = RTOL, atol: float = ATOL) -> bool:
+    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), rtol=rtol, atol=atol))
+
+
+def fmt_number(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def worst_element(expected: torch.Tensor, received: torch.Tensor) -> tuple[str, str, str]:
+    """(index, expected value, received value) at the largest difference."""
+    diff = (expected.double() - received.double()).abs()
+    flat = int(torch.argmax(diff.reshape(-1))) if diff.numel() else 0
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape)) if diff.dim() else ()
+    e = expected.reshape(-1)[flat].item() if expected.numel() else float("nan")
+    r = received.reshape(-1)[flat].item() if received.numel() else float("nan")
+    where = "[" + ", ".join(map(str, index)) + "]" if index else "(scalar)"
+    return where, fmt_number(e), fmt_number(r)
+
+
+def _nice_factor(c: float) -> str:
+    for denominator in (1, 2, 3, 4, 6):
+        numerator = c * denominator
+        if abs(numerator - round(numerator)) < 1e-6:
+            n = int(round(numerator))
+            return str(n) if denominator == 1 else f"{n}/{denominator}"
+    return fmt_number(c)
+
+
+def relate(
+    expected: torch.Tensor,
+    received: torch.Tensor,
+    *,
+    without_grad_output: torch.Tensor | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """Name how ``received`` differs from ``expected`` (same shape), as (mistake id, fields)."""
+    e, r = expected.double().detach(), received.double().detach()
+    if not bool(torch.all(e == 0)) and bool(torch.all(r.abs() < ATOL)):
+        return "zero_gradient", {}
+    if close(r, -e):
+        return "wrong_sign", {}
+    if without_grad_output is not None and close(r, without_grad_output.double()):
+        return "forgot_grad_output", {}
+    denom = float((e * e).sum())
+    if denom > 0:
+        c = float((r * e).sum()) / denom
+        if abs(c - 1) > 1e-6 and abs(c) > 1e-6 and close(r, c * e):
+            return "scaled_gradient", {"factor": _nice_factor(c)}
+    if e.dim() == 2 and e.shape[0] == e.shape[1] and close(r, e.t()):
+        return "transposed_gradient", {"received_shape": tuple(r.shape), "expected_shape": tuple(e.shape)}
+    return "", {}
+
+
+# --- exceptions raised by the student's code ---------------------------------------------------
+
+# (pattern in the error message, mistake id); first match wins.
+EXCEPTION_PATTERNS: list[tuple[str, str]] = [
+    (r"returned an incorrect number of gradients \(expected (?P<expected>\d+), got (?P<received>\d+)\)",
+     "wrong_number_of_gradients"),
+    (r"returned a gradient different than None at position (?P<position>\d+)", "gradient_for_non_tensor"),
+    (r"returned an invalid gradient at index (?P<index>\d+) - got \[(?P<got>[^\]]*)\] but expected shape "
+     r"compatible with \[(?P<want>[^\]]*)\]", "wrong_gradient_shape"),
+    (r"[Cc]an't call numpy\(\) on Tensor that requires grad", "numpy_on_tracked_tensor"),
+    (r"modified by an inplace operation", "inplace_on_saved"),
+    (r"Trying to backward through the graph a second time", "graph_freed"),
+    (r"mat1 and mat2 shapes cannot be multiplied|size mismatch|must match the size", "forward_shape_error"),
+]
+
+
+def student_line(exc: BaseException) -> str:
+    """'Square.backward, line 12: return grad_out * x.numpy()' for the deepest frame outside grader/torch."""
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not os.path.abspath(f.filename).startswith((GRADER_DIR, TORCH_DIR))
+    ]
+    if not frames:
+        return ""
+    f = frames[-1]
+    text = (f.line or "").strip()
+    return f"{f.name}(), line {f.lineno}: {text}" if text else f"{f.name}(), line {f.lineno}"
+
+
+def from_exception(exc: BaseException, *, stage: str) -> tuple[str, dict[str, Any]]:
+    """Name the mistake behind an exception raised while running the student's code."""
+    text = str(exc)
+    if isinstance(exc, NotImplementedError):
+        return "not_implemented", {}
+    for pattern, mistake in EXCEPTION_PATTERNS:
+        match = re.search(pattern, text)
+        if match:
+            fields: dict[str, Any] = dict(match.groupdict())
+            fields["error"] = _short(text)
+            return mistake, fields
+    return "raised_error", {"error_type": type(exc).__name__, "error": _short(text), "stage": stage}
+
+
+def _short(text: str, limit: int = 300) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+# --- why a second derivative is missing ----------------------------------------------------------
+
+SOURCE_PATTERNS: list[tuple[str, str]] = [
+    # NumPy first: its idiom `.detach().numpy()` also contains a detach.
+    (r"\.numpy\(|\bnp\.|numpy\.|\.item\(|\.tolist\(", "numpy_in_backward"),
+    (r"\.detach\(|\.data\b", "detach_in_backward"),
+    (r"no_grad\(|set_grad_enabled\(\s*False|inference_mode\(", "no_grad_in_backward"),
+]
+
+
+def source_of(function: Any) -> str:
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""
+
+
+def tensor_attributes(ctx: Any) -> list[str]:
+    """Names of ctx attributes that hold tensors (directly or in a list/tuple/dict)."""
+    names = []
+    for name, value in vars(ctx).items() if hasattr(ctx, "__dict__") else []:
+        values: Iterable[Any] = value.values() if isinstance(value, dict) else (
+            value if isinstance(value, (list, tuple)) else (value,))
+        if any(isinstance(v, torch.Tensor) for v in values):
+            names.append(f"ctx.{name}")
+    return names
+
+
+def why_untracked(backward: Any, ctx_attributes: list[str]) -> tuple[str, dict[str, Any]]:
+    """Name why autograd could not record a backward (used when a second derivative is missing)."""
+    source = source_of(backward)
+    used = [a for a in ctx_attributes if re.search(re.escape(a) + r"\b", source)] or ctx_attributes
+    if used:
+        return "intermediates_on_ctx", {"attrs": ", ".join(used)}
+    for pattern, mistake in SOURCE_PATTERNS:
+        if re.search(pattern, source):
+            return mistake, {}
+    return "untracked_backward", {}

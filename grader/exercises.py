@@ -1,0 +1,164 @@
+"""The custom-Function exercises: what each computes, its PyTorch reference, and its probe inputs.
+
+References are PyTorch's own ops, evaluated in float64 on the same probes as
+the student's Function (micrograd's rule: the reference is PyTorch itself).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+
+Shape = tuple[int, ...]
+Input = torch.Tensor | None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One set of inputs for a Function, plus how to describe it in a message."""
+
+    inputs: tuple[Input, ...]
+    names: tuple[str, ...]
+    seed: int
+
+    def describe(self) -> str:
+        parts = []
+        for name, value in zip(self.names, self.inputs):
+            if isinstance(value, torch.Tensor):
+                parts.append(f"{name} {tuple(value.shape)}")
+            else:
+                parts.append(f"{name}={value!r}")
+        return ", ".join(parts) + f" (float64, seed {self.seed})"
+
+    def fresh(self) -> tuple[Input, ...]:
+        """Leaf copies of the inputs (same values), so each call builds its own graph."""
+        return tuple(
+            x.detach().clone().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x
+            for x in self.inputs
+        )
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    title: str
+    classes: tuple[str, ...]  # custom Function classes that must produce the result
+    formula: str  # how messages write the function
+    reference: Callable[..., torch.Tensor]
+    input_names: tuple[str, ...]
+    make_probes: Callable[[Shape, int], list[Probe]]
+    sections: dict[str, str] = field(default_factory=dict)  # check -> notebook section that teaches it
+    backward_classes: tuple[str, ...] = ()  # Functions that must compute the gradient itself (CubeBackward)
+    default_shapes: tuple[Shape, ...] = ((3, 3),)
+
+    def probes(self, shapes: Sequence[Shape], seed: int) -> list[Probe]:
+        probes: list[Probe] = []
+        for offset, shape in enumerate(shapes):
+            probes.extend(self.make_probes(tuple(shape), seed * 1000 + offset))
+        return probes
+
+    def section(self, check: str, mistake: str = "") -> str:
+        """The notebook section that teaches what ``mistake`` (or else ``check``) is about."""
+        return self.sections.get(mistake) or self.sections.get(check) or self.sections.get("default", "")
+
+
+def _values(shape: Shape, seed: int, low: float = 0.3, high: float = 1.4) -> torch.Tensor:
+    """float64 values with random signs and magnitudes in [low, high]: away from 0, so ratios are clear."""
+    gen = torch.Generator().manual_seed(seed)
+    magnitude = low + (high - low) * torch.rand(shape, generator=gen, dtype=torch.float64)
+    sign = torch.where(torch.rand(shape, generator=gen) < 0.5, -1.0, 1.0).to(torch.float64)
+    return magnitude * sign
+
+
+def _unary(name: str) -> Callable[[Shape, int], list[Probe]]:
+    def make(shape: Shape, seed: int) -> list[Probe]:
+        return [Probe((_values(shape, seed).requires_grad_(),), (name,), seed)]
+
+    return make
+
+
+def _linear_probes(shape: Shape, seed: int) -> list[Probe]:
+    if len(shape) != 3:
+        raise ValueError(f"linear shapes are (batch, in_features, out_features), got {shape}")
+    batch, n_in, n_out = shape
+    x = _values((batch, n_in), seed)
+    w = _values((n_out, n_in), seed + 1)
+    b = _values((n_out,), seed + 2)
+    names = ("input", "weight", "bias")
+    return [
+        Probe((x.requires_grad_(), w.requires_grad_(), b.requires_grad_()), names, seed),
+        Probe((x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_(), None), names, seed),
+    ]
+
+
+def _cube(x: torch.Tensor) -> torch.Tensor:
+    return x**3
+
+
+EXERCISES: dict[str, Exercise] = {
+    ex.id: ex
+    for ex in [
+        Exercise(
+            id="square",
+            title="Square",
+            classes=("Square",),
+            formula="x²",
+            reference=torch.square,
+            input_names=("x",),
+            make_probes=_unary("x"),
+            sections={"default": '"2. Saving inputs: Square"'},
+        ),
+        Exercise(
+            id="exp",
+            title="Exp",
+            classes=("Exp",),
+            formula="eˣ",
+            reference=torch.exp,
+            input_names=("x",),
+            make_probes=_unary("x"),
+            sections={"default": '"3. Saving outputs: Exp"'},
+        ),
+        Exercise(
+            id="sinh",
+            title="Sinh",
+            classes=("Sinh",),
+            formula="sinh(x)",
+            reference=torch.sinh,
+            input_names=("x",),
+            make_probes=_unary("x"),
+            sections={"default": '"4. Saving intermediate results: Sinh"'},
+        ),
+        Exercise(
+            id="cube",
+            title="Cube",
+            classes=("Cube",),
+            formula="x³",
+            reference=_cube,
+            input_names=("x",),
+            make_probes=_unary("x"),
+            sections={"default": '"5. When backward is not tracked: Cube and CubeBackward"'},
+            backward_classes=("CubeBackward",),
+        ),
+        Exercise(
+            id="linear",
+            title="LinearFunction",
+            classes=("LinearFunction",),
+            formula="input @ weight.T + bias",
+            reference=F.linear,
+            input_names=("input", "weight", "bias"),
+            make_probes=_linear_probes,
+            sections={"default": 'the Linear exercise section ("LinearFunction")'},
+            default_shapes=((4, 3, 2),),
+        ),
+    ]
+}
+
+
+def get(exercise: str) -> Exercise:
+    try:
+        return EXERCISES[exercise]
+    except KeyError:
+        raise ValueError(f"unknown exercise {exercise!r}; known: {', '.join(EXERCISES)}") from None
