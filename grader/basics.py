@@ -536,8 +536,8 @@ def _judge_accumulate(p: _BatchProbe, result: Any, stale: torch.Tensor | None) -
                        "accumulated gradient by len(batches), not both."),
         (per_batch[-1], "your answer is the gradient of the LAST batch only: w.grad was reset inside the loop. "
                         "Reset it once, before the loop, and let the backward calls add up."),
-        (per_batch[-1] / n, "only the last batch counts (divided by len(batches)): w.grad was reset inside the "
-                            "loop. Reset it once, before the loop, and let the backward calls add up."),
+        (per_batch[-1] / n, "your answer is the gradient of the LAST batch only (divided by len(batches)): w.grad "
+                            "was reset inside the loop. Reset it once, before the loop, and let the backward calls add up."),
     ]
     if stale is not None:
         stale_hint = ("w.grad held stale values on entry and they ended up in your answer: backward ADDS to w.grad, "

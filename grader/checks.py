@@ -63,11 +63,14 @@ class _Check:
     def fail_from_exception(self, exc: BaseException, probe: Probe | None, stage: str, **fields: Any) -> NoReturn:
         mistake, found = dx.from_exception(exc, stage=stage)
         found.update(fields)
-        found.setdefault("where", "")
         if mistake == "not_implemented":
-            found["where"] = _raising_function(exc) or f"{self.ex.title}"
+            found["function"] = _raising_function(exc) or self.ex.title
         if mistake == "wrong_gradient_shape" and probe is not None:
             mistake, found = _explain_shape_error(found, probe)
+        if mistake == "gradient_for_non_tensor" and probe is not None:
+            position = int(found.get("position", 1)) - 1  # the engine counts from 1 here
+            if 0 <= position < len(probe.names):
+                found.update(name=probe.names[position], value=repr(probe.inputs[position]))
         found.setdefault("cls", self.ex.title)
         found.setdefault("names", ", ".join(self.ex.input_names))
         self.fail(mistake, probe, code=dx.student_line(exc), **found)
@@ -125,19 +128,27 @@ def _guard(check: str) -> Callable[[Function], Function]:
 # --- running the student's Function --------------------------------------------------------------
 
 
-def _find_node(tensor: torch.Tensor, class_names: Sequence[str], limit: int = 200) -> Any:
-    """The first graph node (breadth first from ``tensor.grad_fn``) created by one of ``class_names``."""
-    queue, seen = [tensor.grad_fn], 0
+def _custom_nodes(tensor: torch.Tensor, limit: int = 200) -> list[Any]:
+    """Graph nodes created by custom autograd.Functions outside torch, breadth first from ``tensor.grad_fn``."""
+    found, queue, seen = [], [tensor.grad_fn], 0
     while queue and seen < limit:
         node = queue.pop(0)
         seen += 1
         if node is None:
             continue
         cls = getattr(type(node), "_forward_cls", None)
-        if cls is not None and cls.__name__ in class_names:
-            return node
+        if cls is not None and not cls.__module__.startswith("torch"):
+            found.append(node)
         queue.extend(next_node for next_node, _ in node.next_functions)
-    return None
+    return found
+
+
+def _find_node(tensor: torch.Tensor, class_names: Sequence[str], strict: bool = False) -> Any:
+    """The node of the Function named in ``class_names``; else (unless ``strict``) the first custom Function's
+    node (a variant may be named differently, as the notebook's SinhBad); None if there is none."""
+    nodes = _custom_nodes(tensor)
+    named = [n for n in nodes if type(n)._forward_cls.__name__ in class_names]
+    return (named or ([] if strict else nodes) or [None])[0]
 
 
 def _run_forward(chk: _Check, fn: Function, probe: Probe, inputs: tuple[Any, ...]) -> tuple[torch.Tensor, Any]:
@@ -241,7 +252,8 @@ def _check_raw_backward(chk: _Check, probe: Probe, inputs: tuple[Any, ...], out:
     raw = raw if isinstance(raw, tuple) else (raw,)
     names = ", ".join(probe.names)
     if len(raw) != len(inputs):
-        chk.fail("wrong_number_of_gradients", probe, cls=cls.__name__, received=len(raw), expected=len(inputs), names=names)
+        chk.fail("wrong_number_of_gradients", probe, cls=cls.__name__, n_received=len(raw), n_expected=len(inputs),
+                 names=names)
     for name, x, g in zip(probe.names, inputs, raw):
         if not isinstance(x, torch.Tensor):
             if g is not None:
@@ -346,7 +358,7 @@ def _second_derivative_missing(chk: _Check, node: Any, grads: Sequence[torch.Ten
     cls = type(node)._forward_cls
     if chk.ex.id == "cube":  # the gradient must come from CubeBackward, whose own backward is the point
         for g in grads:
-            backward_node = _find_node(g, chk.ex.backward_classes) if g.grad_fn is not None else None
+            backward_node = _find_node(g, chk.ex.backward_classes, strict=True) if g.grad_fn is not None else None
             if backward_node is None:
                 mistake, fields = dx.why_untracked(cls.backward, dx.tensor_attributes(node))
                 return mistake if mistake != "untracked_backward" else "backward_not_through_function", {
@@ -416,7 +428,7 @@ def second_derivatives(chk: _Check, fn: Function, probes: list[Probe]) -> tuple[
                      expected=ev, received=rv)
         if ex.backward_classes:
             for g in grads:
-                if g is not None and _find_node(g, ex.backward_classes) is None:
+                if g is not None and _find_node(g, ex.backward_classes, strict=True) is None:
                     chk.fail("backward_not_through_function", probe, classes=" / ".join(ex.backward_classes))
         _run_gradcheck(chk, probe, fn, probe.fresh(), second=True)
     return "second derivatives match PyTorch's and gradgradcheck passes", len(probes)
@@ -486,7 +498,7 @@ def structure(chk: _Check, fn: Function, probes: list[Probe]) -> tuple[str, int]
             except Exception as exc:
                 chk.fail_from_exception(exc, probe, stage="running your backward with create_graph=True")
             for g in grads:
-                backward_node = _find_node(g, ex.backward_classes) if g.grad_fn is not None else None
+                backward_node = _find_node(g, ex.backward_classes, strict=True) if g.grad_fn is not None else None
                 if backward_node is None:
                     chk.fail("backward_not_through_function", probe, classes=" / ".join(ex.backward_classes))
                 attrs = dx.tensor_attributes(backward_node)

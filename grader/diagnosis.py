@@ -154,7 +154,7 @@ def relate(
 
 # (pattern in the error message, mistake id); first match wins.
 EXCEPTION_PATTERNS: list[tuple[str, str]] = [
-    (r"returned an incorrect number of gradients \(expected (?P<expected>\d+), got (?P<received>\d+)\)",
+    (r"returned an incorrect number of gradients \(expected (?P<n_expected>\d+), got (?P<n_received>\d+)\)",
      "wrong_number_of_gradients"),
     (r"returned a gradient different than None at position (?P<position>\d+)", "gradient_for_non_tensor"),
     (r"returned an invalid gradient at index (?P<index>\d+) - got \[(?P<got>[^\]]*)\] but expected shape "
@@ -190,6 +190,9 @@ def from_exception(exc: BaseException, *, stage: str) -> tuple[str, dict[str, An
         if match:
             fields: dict[str, Any] = dict(match.groupdict())
             fields["error"] = _short(text)
+            node = re.match(r"[Ff]unction (\w+)Backward returned", text)  # the engine names the node <Class>Backward
+            if node:
+                fields["cls"] = node.group(1)
             return mistake, fields
     return "raised_error", {"error_type": type(exc).__name__, "error": _short(text), "stage": stage}
 

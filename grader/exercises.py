@@ -53,6 +53,7 @@ class Exercise:
     sections: dict[str, str] = field(default_factory=dict)  # check -> notebook section that teaches it
     backward_classes: tuple[str, ...] = ()  # Functions that must compute the gradient itself (CubeBackward)
     default_shapes: tuple[Shape, ...] = ((3, 3),)
+    notebook: str = "03_double_backward.ipynb"
 
     def probes(self, shapes: Sequence[Shape], seed: int) -> list[Probe]:
         probes: list[Probe] = []
@@ -61,8 +62,14 @@ class Exercise:
         return probes
 
     def section(self, check: str, mistake: str = "") -> str:
-        """The notebook section that teaches what ``mistake`` (or else ``check``) is about."""
-        return self.sections.get(mistake) or self.sections.get(check) or self.sections.get("default", "")
+        """Where the notebooks teach what ``mistake`` (or else ``check``) is about, e.g. '"7. ..." in 02_...'."""
+        own = self.sections.get(mistake) or self.sections.get(check)
+        if own:
+            return f'"{own}"'
+        notebook, heading = SECTIONS.get(mistake, (self.notebook, self.sections.get("default", "")))
+        if not heading:
+            return ""
+        return f'"{heading}"' + ("" if notebook == self.notebook else f" in {notebook}")
 
 
 def _values(shape: Shape, seed: int, low: float = 0.3, high: float = 1.4) -> torch.Tensor:
@@ -98,6 +105,32 @@ def _cube(x: torch.Tensor) -> torch.Tensor:
     return x**3
 
 
+NB2, NB3 = "02_custom_function.ipynb", "03_double_backward.ipynb"
+
+# mistake -> (notebook, section heading) that teaches it, when that is not the exercise's own section.
+SECTIONS: dict[str, tuple[str, str]] = {
+    "not_custom_function": (NB2, "3. Always call `.apply`, never `forward` directly"),
+    "no_graph": (NB2, "3. Always call `.apply`, never `forward` directly"),
+    "forgot_grad_output": (NB2, "2. Anatomy of a Function: `forward`, `backward` and `ctx`"),
+    "tensor_on_ctx": (NB2, "5. Why tensors must NOT be stored as `ctx` attributes"),
+    "gradient_for_non_tensor": (NB2, "6. Non-tensor arguments: plain `ctx` attributes, and `None` as their gradient"),
+    "wrong_number_of_gradients": (NB2, "7. `backward` returns one gradient per `forward` input — in order"),
+    "gradients_in_wrong_order": (NB2, "7. `backward` returns one gradient per `forward` input — in order"),
+    "missing_gradient": (NB2, "7. `backward` returns one gradient per `forward` input — in order"),
+    "needs_input_grad_ignored": (NB2, "9. `ctx.needs_input_grad`: skip work nobody asked for"),
+    "needs_input_grad_wrong": (NB2, "9. `ctx.needs_input_grad`: skip work nobody asked for"),
+    "gradient_dtype": (NB2, "11. Checking a backward with `gradcheck` (and why `float64`)"),
+    "gradcheck_failed": (NB2, "11. Checking a backward with `gradcheck` (and why `float64`)"),
+    "detach_in_backward": (NB3, "1. What autograd records inside a custom Function"),
+    "no_grad_in_backward": (NB3, "1. What autograd records inside a custom Function"),
+    "numpy_in_backward": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
+    "untracked_backward": (NB3, "1. What autograd records inside a custom Function"),
+    "intermediates_on_ctx": (NB3, "4. Saving intermediate results: Sinh"),
+    "extra_output_gradients_ignored": (NB3, "4. Saving intermediate results: Sinh"),
+    "backward_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
+    "double_backward_wrong_order": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
+}
+
 EXERCISES: dict[str, Exercise] = {
     ex.id: ex
     for ex in [
@@ -109,7 +142,7 @@ EXERCISES: dict[str, Exercise] = {
             reference=torch.square,
             input_names=("x",),
             make_probes=_unary("x"),
-            sections={"default": '"2. Saving inputs: Square"'},
+            sections={"default": "2. Saving inputs: Square"},
         ),
         Exercise(
             id="exp",
@@ -119,7 +152,7 @@ EXERCISES: dict[str, Exercise] = {
             reference=torch.exp,
             input_names=("x",),
             make_probes=_unary("x"),
-            sections={"default": '"3. Saving outputs: Exp"'},
+            sections={"default": "3. Saving outputs: Exp"},
         ),
         Exercise(
             id="sinh",
@@ -129,7 +162,7 @@ EXERCISES: dict[str, Exercise] = {
             reference=torch.sinh,
             input_names=("x",),
             make_probes=_unary("x"),
-            sections={"default": '"4. Saving intermediate results: Sinh"'},
+            sections={"default": "4. Saving intermediate results: Sinh"},
         ),
         Exercise(
             id="cube",
@@ -139,7 +172,7 @@ EXERCISES: dict[str, Exercise] = {
             reference=_cube,
             input_names=("x",),
             make_probes=_unary("x"),
-            sections={"default": '"5. When backward is not tracked: Cube and CubeBackward"'},
+            sections={"default": "5. When backward is not tracked: Cube and CubeBackward"},
             backward_classes=("CubeBackward",),
         ),
         Exercise(
@@ -150,8 +183,9 @@ EXERCISES: dict[str, Exercise] = {
             reference=F.linear,
             input_names=("input", "weight", "bias"),
             make_probes=_linear_probes,
-            sections={"default": 'the Linear exercise section ("LinearFunction")'},
+            sections={"default": "12. Exercise: `LinearFunction` (graded, 6 points)"},
             default_shapes=((4, 3, 2),),
+            notebook="02_custom_function.ipynb",
         ),
     ]
 }

@@ -21,7 +21,7 @@ class Message:
 EN: dict[str, Message] = {
     # --- the student's code raised, or is not written yet -------------------------------
     "not_implemented": Message(
-        "{where} is not implemented yet (it still raises NotImplementedError).",
+        "{function} is not implemented yet (it still raises NotImplementedError).",
         "Replace the `raise NotImplementedError(...)` line in the answer cell `{exercise}` with your code, "
         "run that cell, then run this check again.",
     ),
@@ -84,7 +84,7 @@ EN: dict[str, Message] = {
     ),
     # --- raw backward: count, shapes, dtypes ------------------------------------------------
     "wrong_number_of_gradients": Message(
-        "{cls}.backward returns {received} value(s), but forward takes {expected} input(s) ({names}).",
+        "{cls}.backward returns {n_received} value(s), but {cls}.forward takes {n_expected} input(s).",
         "Return exactly one gradient per forward input, in order; use None for inputs that are not tensors "
         "or do not need a gradient.",
     ),

@@ -1,0 +1,74 @@
+# Course on PyTorch custom autograd Functions: notebooks, nbgrader course, grader.
+# `make help` lists the targets. Every target that needs the environment creates it first.
+
+SHELL      := /bin/bash
+PYTHON     ?= python3
+VENV       := .venv
+BIN        := $(VENV)/bin
+STAMP      := $(VENV)/.installed
+ASSIGNMENT := autograd
+NBGRADER   := $(BIN)/nbgrader
+
+.DEFAULT_GOAL := help
+.PHONY: help install system-packages release demo autograde feedback scores lab test test-fast lock clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.lock pyproject.toml
+	@echo "==> creating $(VENV) with the pinned dependencies (torch 2.13.0 CPU, nbgrader 0.9.6, ...)"
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@touch $(STAMP)
+
+install: $(STAMP) system-packages ## create .venv with pinned dependencies, and install Graphviz (dot)
+
+system-packages: ## install Graphviz's `dot` with apt-get when possible; otherwise explain
+	@if command -v dot >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "==> installing Debian's graphviz (torchviz needs its dot program to draw graphs)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null) \
+	    || echo "warning: apt-get could not install graphviz; notebooks will say so instead of drawing graphs"; \
+	else \
+	  echo "note: Graphviz's dot is missing and cannot be installed here (needs root and apt-get)."; \
+	  echo "      Notebooks still run and say where a graph would be; to draw them: sudo apt-get install graphviz"; \
+	fi
+
+release: $(STAMP) ## regenerate the student notebooks (notebooks/) from solutions/ with nbgrader
+	$(BIN)/python -m grader.notebooks normalize solutions
+	$(NBGRADER) generate_assignment $(ASSIGNMENT) --force
+	$(BIN)/python -m grader.notebooks check
+
+demo: install release ## the main job: autograde the bundled example class with nbgrader, print scores, write feedback
+	$(BIN)/python -m grader.course demo
+
+autograde: $(STAMP) ## autograde everything in submitted/ with nbgrader and print the scores
+	@ls -d submitted/*/$(ASSIGNMENT) >/dev/null 2>&1 || { echo "Nothing to grade: put submissions in submitted/<student>/$(ASSIGNMENT)/*.ipynb (nbgrader collect does this)."; exit 1; }
+	$(NBGRADER) autograde $(ASSIGNMENT)
+	$(BIN)/python -m grader.course scores
+
+feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission
+	$(NBGRADER) generate_feedback $(ASSIGNMENT)
+	@echo "Feedback written to feedback/<student>/$(ASSIGNMENT)/"
+
+scores: $(STAMP) ## print scores per student and exercise from gradebook.db
+	$(BIN)/python -m grader.course scores
+
+lab: install ## open JupyterLab on the student notebooks
+	$(BIN)/jupyter lab notebooks/$(ASSIGNMENT)
+
+test: install ## run the whole test suite (slow end-to-end tests included)
+	$(BIN)/python -m pytest
+
+test-fast: $(STAMP) ## run the tests that take seconds (skips kernels and nbgrader)
+	$(BIN)/python -m pytest -m "not slow"
+
+lock: $(STAMP) ## rewrite requirements.lock from the current environment
+	$(BIN)/python -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/' > requirements.lock.new
+	@{ head -2 requirements.lock; cat requirements.lock.new; } > requirements.lock.tmp && mv requirements.lock.tmp requirements.lock && rm requirements.lock.new
+
+clean: ## remove generated working files (keeps .venv and your gradebook)
+	rm -rf .demo .pytest_cache build *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,76 @@
+"""`grader` command line: grade one notebook file, no course directory needed.
+
+    grader grade notebooks/autograd/03_double_backward.ipynb          # text table
+    grader grade my_submission.ipynb --json                           # machine-readable
+    grader grade my.ipynb --tests solutions/autograd/03_double_backward.ipynb
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .runner import DEFAULT_TIMEOUT, NotebookResult, find_instructor_notebook, grade_notebook
+
+
+def _points(x: float) -> str:
+    return f"{x:g}"
+
+
+def render_text(result: NotebookResult, verbose: bool = True) -> str:
+    lines = [f"{result.notebook}  (tests: {result.tests_from})", ""]
+    rows = [("exercise", "score", "checks")]
+    for name, cells in result.by_exercise().items():
+        score = sum(c.points for c in cells)
+        top = sum(c.max_points for c in cells)
+        marks = "  ".join(
+            f"{c.grade_id.removeprefix(name + '-')} {'✓' if c.status == 'passed' else '✗'}" for c in cells
+        )
+        rows.append((name, f"{_points(score)}/{_points(top)}", marks))
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    for r in rows:
+        lines.append(f"  {r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]}")
+    lines.append(f"  {'total':<{widths[0]}}  {_points(result.score)}/{_points(result.max_score)}"
+                 f"   ({result.seconds:.1f} s)")
+    if result.problem:
+        lines += ["", f"! {result.problem}; checks after that point score 0."]
+    failed = [c for c in result.cells if c.status != "passed"]
+    if verbose and failed:
+        lines += ["", "What to fix:"]
+        for c in failed:
+            message = c.message.strip() or c.status
+            lines.append(f"- {c.grade_id} ({_points(c.max_points)} pt): " + message.replace("\n", "\n    "))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="grader", description="Grade course notebooks.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    grade = sub.add_parser("grade", help="run one notebook in a separate process and print its scores")
+    grade.add_argument("notebook", type=Path)
+    grade.add_argument("--tests", type=Path, default=None,
+                       help="instructor notebook whose test cells to use (default: solutions/*/<same name> if found)")
+    grade.add_argument("--own-tests", action="store_true", help="use the notebook's own test cells (no hidden tests)")
+    grade.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    grade.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds for the whole notebook")
+    grade.add_argument("--quiet", action="store_true", help="table only, without the messages of failed checks")
+    args = parser.parse_args(argv)
+
+    if not args.notebook.is_file():
+        print(f"grader: {args.notebook} does not exist or is not a file.", file=sys.stderr)
+        return 2
+    tests = None if args.own_tests else (args.tests or find_instructor_notebook(args.notebook))
+    if tests is not None and not tests.is_file():
+        print(f"grader: the test notebook {tests} does not exist.", file=sys.stderr)
+        return 2
+    if not args.json:
+        print(f"Grading {args.notebook} ...", file=sys.stderr, flush=True)
+    result = grade_notebook(args.notebook, tests, timeout=args.timeout)
+    print(json.dumps(result.as_dict(), indent=2) if args.json else render_text(result, verbose=not args.quiet))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

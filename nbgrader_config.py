@@ -1,0 +1,37 @@
+"""nbgrader configuration of the course. Run nbgrader from the repository root.
+
+solutions/<assignment>/*.ipynb  instructor notebooks (nbgrader's source/), the one source of truth
+notebooks/<assignment>/*.ipynb  student notebooks (nbgrader's release/), generated: `make release`
+submitted/<student>/<assignment>/*.ipynb  what students hand in; autograded/, feedback/, gradebook.db follow
+"""
+
+c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
+
+c.CourseDirectory.course_id = "autograd-functions"
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "notebooks"
+c.CourseDirectory.submitted_directory = "submitted"
+c.CourseDirectory.autograded_directory = "autograded"
+c.CourseDirectory.feedback_directory = "feedback"
+
+# Stubs that name the exercise and the function to write (grader/nbgrader_plugins.py).
+# nbgrader 0.9.6's default list, with ClearSolutions replaced.
+c.GenerateAssignment.preprocessors = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.InstantiateTests",
+    "nbgrader.preprocessors.LockCells",
+    "grader.nbgrader_plugins.NamedStubs",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+c.GenerateAssignment.create_assignment = True
+
+# Each cell gets 60 s; kernels are killed at once instead of shut down gracefully (saves ~1 s a notebook).
+c.Execute.timeout = 60
+c.Execute.shutdown_kernel = "immediate"

@@ -1,0 +1,85 @@
+"""The grader's checks: solutions and other correct styles pass; every catalogued mistake gets its diagnosis."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+import pytest
+
+from conftest import ALTERNATIVES, CHECK_OF_CELL, ENTRY, MISTAKES, CatalogueEntry, namespace_for, solution_cells
+from grader import checks, messages
+from grader.diagnosis import CheckFailed
+from grader.exercises import EXERCISES
+
+
+def outcomes(entry_exercise: str, ns: dict) -> dict[str, tuple[str, str]]:
+    """cell suffix -> (mistake id or 'pass', message) for the four checks with their default probes."""
+    result = {}
+    for suffix, check in CHECK_OF_CELL.items():
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                getattr(checks, check)(entry_exercise, ENTRY[entry_exercise](ns))
+            result[suffix] = ("pass", "")
+        except CheckFailed as failure:
+            result[suffix] = (failure.finding.mistake, str(failure))
+    return result
+
+
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_instructor_solution_passes_every_check(exercise):
+    ns = namespace_for(exercise)
+    exec(solution_cells()[exercise].source, ns)
+    assert {k: v[0] for k, v in outcomes(exercise, ns).items()} == {k: "pass" for k in CHECK_OF_CELL}
+
+
+@pytest.mark.parametrize("entry", ALTERNATIVES, ids=lambda e: e.id)
+def test_correct_answers_in_other_styles_pass(entry: CatalogueEntry):
+    got = outcomes(entry.exercise, entry.load())
+    failed = {k: msg for k, (mistake, msg) in got.items() if mistake != "pass"}
+    assert not failed, f"{entry.description}: a correct answer was rejected:\n" + "\n".join(failed.values())
+
+
+@pytest.mark.parametrize("entry", MISTAKES, ids=lambda e: e.id)
+def test_each_mistake_gets_its_diagnosis(entry: CatalogueEntry):
+    got = outcomes(entry.exercise, entry.load())
+    assert {k: v[0] for k, v in got.items()} == entry.expect, (
+        f"{entry.description}\n" + "\n".join(f"{k}: {msg or 'pass'}" for k, (_, msg) in got.items()))
+    for suffix, (mistake, text) in got.items():
+        if mistake == "pass":
+            continue
+        title = messages.message(mistake).title.split("{")[0].strip()
+        assert title in text, f"{suffix}: the message does not say the mistake's sentence {title!r}:\n{text}"
+        assert not re.search(r"\{[a-z_]+\}", text), f"{suffix}: a template field was left unfilled:\n{text}"
+        assert "hint:" in text and "Traceback" not in text
+
+
+def test_catalogue_covers_at_least_fifteen_mistakes_across_all_exercises():
+    assert len(MISTAKES) >= 15
+    assert {e.exercise for e in MISTAKES} == set(EXERCISES)
+    assert len({m for e in MISTAKES for m in e.expect.values()} - {"pass"}) >= 15
+
+
+def test_every_failed_check_says_where_and_expected_versus_received_for_wrong_values():
+    entry = next(e for e in MISTAKES if e.id == "square-forgot-grad-out")
+    text = outcomes("square", entry.load())["first-order"][1]
+    assert "where:" in text and "expected:" in text and "received:" in text
+    assert "gradient for `x` at [" in text
+
+
+def test_a_check_failure_is_an_assertion_error_so_nbgrader_scores_it_zero():
+    entry = next(e for e in MISTAKES if e.id == "square-wrong-sign")
+    with pytest.raises(AssertionError):
+        checks.first_derivatives("square", ENTRY["square"](entry.load()))
+
+
+def test_every_message_template_formats(capsys):
+    for mistake, message in messages.EN.items():
+        assert message.title.strip() and message.hint.strip(), mistake
+        assert message.title[0].islower() or message.title[0] in "{`" or message.title[:1].isupper()
+
+
+def test_unknown_exercise_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown exercise 'sqaure'"):
+        checks.forward("sqaure", lambda x: x)
