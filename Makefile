@@ -8,6 +8,8 @@ BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.installed
 ASSIGNMENT := autograd
 NBGRADER   := $(BIN)/nbgrader
+# nbgrader runs `alembic` (from the venv) when it creates a gradebook.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .DEFAULT_GOAL := help
 .PHONY: help install system-packages release demo autograde feedback scores lab test test-fast lock clean

@@ -134,12 +134,22 @@ def render_scores(table: dict[str, dict[str, tuple[float, float]]]) -> str:
 # --- running nbgrader ----------------------------------------------------------------------------
 
 
+def nbgrader_command(*args: str) -> list[str]:
+    return [str(Path(sys.executable).with_name("nbgrader")), *args]
+
+
+def nbgrader_env() -> dict[str, str]:
+    """The environment for nbgrader: its own bin/ on PATH (it runs `alembic` when it creates a gradebook)."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+
+
 def nbgrader(args: list[str], root: Path) -> None:
     """Run an nbgrader command with the course config, from the repository root, for the course in ``root``."""
-    command = [str(Path(sys.executable).with_name("nbgrader")), *args, f"--CourseDirectory.root={root}"]
-    say("$ " + " ".join(command[1:]))
+    command = nbgrader_command(*args, f"--CourseDirectory.root={root}")
+    say("$ nbgrader " + " ".join(command[1:]))
     started = time.monotonic()
-    done = subprocess.run(command, cwd=REPO)
+    done = subprocess.run(command, cwd=REPO, env=nbgrader_env())
     if done.returncode != 0:
         raise SystemExit(f"nbgrader {args[0]} failed (exit code {done.returncode}); its log is above.")
     say(f"  ({time.monotonic() - started:.0f} s)")
