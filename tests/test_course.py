@@ -1,0 +1,70 @@
+"""nbgrader round trip: the bundled class through `nbgrader generate_assignment / autograde / generate_feedback`.
+
+The solutions get full marks, untouched notebooks get zero without crashing nbgrader, and each catalogued mistake
+loses exactly the points of the checks its catalogue entry says it fails.
+"""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from conftest import EXAMPLES, SOLUTIONS, nbgrader_meta, read_entry
+from grader import course
+from grader.runner import exercise_of
+
+import nbformat
+
+
+def points_per_cell() -> dict[str, float]:
+    return {nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c)["points"])
+            for path in SOLUTIONS.glob("*.ipynb") for c in nbformat.read(str(path), as_version=4).cells
+            if nbgrader_meta(c).get("grade")}
+
+
+def expected_scores() -> dict[str, dict[str, float]]:
+    """student -> exercise -> points, derived from students.toml and the catalogue's `# expect:` lines."""
+    points = points_per_cell()
+    exercises = sorted({exercise_of(g) for g in points})
+    full = {e: sum(p for g, p in points.items() if exercise_of(g) == e) for e in exercises}
+    spec = tomllib.loads((EXAMPLES / "students.toml").read_text(encoding="utf-8"))
+    table = {}
+    for student, answers in spec.items():
+        row = {e: (full[e] if answers.get("all") == "solution" else 0.0) for e in exercises}
+        for exercise, value in answers.items():
+            if exercise == "all":
+                continue
+            if value == "solution":
+                row[exercise] = full[exercise]
+            else:
+                entry = read_entry(EXAMPLES / "mistakes" / value)
+                row[exercise] = sum(points[f"{exercise}-{suffix}"] for suffix, outcome in entry.expect.items()
+                                    if outcome == "pass")
+        table[student] = row
+    return table
+
+
+def test_the_demo_class_has_a_perfect_a_blank_and_several_mistaken_students():
+    spec = tomllib.loads((EXAMPLES / "students.toml").read_text(encoding="utf-8"))
+    expected = expected_scores()
+    totals = {s: sum(row.values()) for s, row in expected.items()}
+    top = max(totals.values())
+    assert "blank" in spec and totals["blank"] == 0
+    assert any(t == top for t in totals.values())
+    assert sum(0 < t < top for t in totals.values()) >= 3
+
+
+@pytest.mark.slow
+def test_nbgrader_autogrades_the_bundled_class_to_the_expected_scores(tmp_path, capsys):
+    assert course.demo(tmp_path / "course") == 0
+    out = capsys.readouterr().out
+    got = course.gradebook_scores(f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}")
+    expected = expected_scores()
+    assert set(got) == set(expected)
+    for student, row in expected.items():
+        assert {e: got[student][e][0] for e in row} == row, f"{student}: nbgrader's scores differ from the catalogue"
+    # Feedback for every student and notebook, and the table printed for the instructor.
+    for student in expected:
+        assert len(list((tmp_path / "course" / "feedback" / student / "autograd").glob("*.html"))) == 3
+    assert "student" in out and "ada" in out and "total" in out
