@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -39,9 +40,13 @@ def render_text(result: NotebookResult, verbose: bool = True) -> str:
     failed = [c for c in result.cells if c.status != "passed"]
     if verbose and failed:
         lines += ["", "What to fix:"]
+        previous = ""
         for c in failed:
             message = c.message.strip() or c.status
-            lines.append(f"- {c.grade_id} ({_points(c.max_points)} pt): " + message.replace("\n", "\n    "))
+            reason = re.sub(r"^✗ \S+ · [^:]+: ", "", message)  # the same mistake seen by several checks
+            shown = "same reason as above" if reason == previous else message.replace("\n", "\n    ")
+            lines.append(f"- {c.grade_id} ({_points(c.max_points)} pt): {shown}")
+            previous = reason
     return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ probe, and the fields the message templates use. ``CheckFailed`` is the
 from __future__ import annotations
 
 import inspect
+import linecache
 import os
 import re
 import traceback
@@ -169,15 +170,16 @@ EXCEPTION_PATTERNS: list[tuple[str, str]] = [
 def student_line(exc: BaseException) -> str:
     """'Square.backward, line 12: return grad_out * x.numpy()' for the deepest frame outside grader/torch."""
     frames = [
-        f
-        for f in traceback.extract_tb(exc.__traceback__)
-        if not os.path.abspath(f.filename).startswith((GRADER_DIR, TORCH_DIR))
+        (frame, lineno)
+        for frame, lineno in traceback.walk_tb(exc.__traceback__)
+        if not os.path.abspath(frame.f_code.co_filename).startswith((GRADER_DIR, TORCH_DIR))
     ]
     if not frames:
         return ""
-    f = frames[-1]
-    text = (f.line or "").strip()
-    return f"{f.name}(), line {f.lineno}: {text}" if text else f"{f.name}(), line {f.lineno}"
+    frame, lineno = frames[-1]
+    name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+    text = linecache.getline(frame.f_code.co_filename, lineno, frame.f_globals).strip()
+    return f"{name}, line {lineno}: {text}" if text else f"{name}, line {lineno}"
 
 
 def from_exception(exc: BaseException, *, stage: str) -> tuple[str, dict[str, Any]]:
