@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import warnings
 from typing import Any, Mapping
 
 import torch
@@ -21,7 +22,9 @@ def draw(outputs: torch.Tensor | tuple[torch.Tensor, ...], params: Mapping[str, 
     """
     import torchviz  # imported here: only notebooks that draw pay for it
 
-    graph = torchviz.make_dot(outputs, params=dict(params or {}))
+    with warnings.catch_warnings():  # torchviz 0.0.3 uses distutils' deprecated Version: not the student's concern
+        warnings.simplefilter("ignore", DeprecationWarning)
+        graph = torchviz.make_dot(outputs, params=dict(params or {}))
     if shutil.which("dot") is None:
         print(NO_DOT)
         print("\n".join(line for line in graph.source.splitlines() if "label=" in line))
