@@ -25,17 +25,18 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
-install: $(STAMP) system-packages ## create .venv with pinned dependencies, and install Graphviz (dot)
+install: $(STAMP) system-packages ## create .venv with pinned dependencies, plus Debian's graphviz and bubblewrap
 
-system-packages: ## install Graphviz's `dot` with apt-get when possible; otherwise explain
-	@if command -v dot >/dev/null; then exit 0; fi; \
+system-packages: ## install Debian's graphviz (torchviz's dot) and bubblewrap (the grading sandbox) when possible
+	@missing=""; command -v dot >/dev/null || missing="$$missing graphviz"; command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  echo "==> installing Debian's graphviz (torchviz needs its dot program to draw graphs)"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null) \
-	    || echo "warning: apt-get could not install graphviz; notebooks will say so instead of drawing graphs"; \
+	  echo "==> installing Debian packages:$$missing"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+	    || echo "warning: apt-get could not install$$missing (graphs will be described, not drawn; no grading sandbox)"; \
 	else \
-	  echo "note: Graphviz's dot is missing and cannot be installed here (needs root and apt-get)."; \
-	  echo "      Notebooks still run and say where a graph would be; to draw them: sudo apt-get install graphviz"; \
+	  echo "note: missing Debian packages:$$missing (needs root and apt-get to install here)."; \
+	  echo "      Notebooks still run and say where a graph would be; to install: sudo apt-get install$$missing"; \
 	fi
 
 release: $(STAMP) ## regenerate the student notebooks (notebooks/) from solutions/ with nbgrader

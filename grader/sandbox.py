@@ -1,0 +1,199 @@
+"""Run untrusted code under bubblewrap, with limits, and leave nothing behind.
+
+What a sandboxed program gets:
+- the whole filesystem read-only, minus the hidden folders (the course root: solutions, gradebook, other
+  students), each replaced by an empty tmpfs, plus the paths explicitly re-exposed read-only (e.g. the venv);
+- one private writable scratch folder (its working directory) and a private /tmp;
+- no network (a new, empty network namespace), its own pid namespace (everything it starts dies with it);
+- limits: wall time, address space (RLIMIT_AS), file size, and where cgroup v1 is writable, a pids.max and a
+  memory limit for the whole tree; its stdout/stderr are read through a capped pipe.
+
+Where bwrap cannot start, ``available()`` says why, and callers refuse untrusted code unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+NOBODY = 65534
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_seconds: float = 120.0
+    memory_bytes: int = 4 * 2**30  # torch's import alone maps ~2 GB of address space
+    processes: int = 64
+    output_bytes: int = 1_000_000
+    file_bytes: int = 64 * 2**20
+
+
+@dataclass
+class Outcome:
+    returncode: int | None
+    output: str
+    seconds: float
+    stopped: str = ""  # "", "timeout", "output", "memory": why the sandbox stopped the program
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        return {
+            "timeout": "it ran past its time limit and was stopped",
+            "output": "it printed more than the output limit and was stopped",
+            "memory": "it used more memory than allowed and was stopped",
+        }.get(self.stopped, f"its process ended with exit code {self.returncode}" if self.returncode else "")
+
+
+class SandboxUnavailable(RuntimeError):
+    pass
+
+
+def available() -> tuple[bool, str]:
+    """(True, "") when bubblewrap can start a sandbox here; else (False, why)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return False, "bubblewrap (bwrap) is not installed: run `make install` (Debian package bubblewrap)"
+    try:
+        done = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "true"],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"bwrap could not start: {exc}"
+    if done.returncode != 0:
+        return False, f"bwrap could not create namespaces here: {done.stderr.strip() or done.returncode}"
+    return True, ""
+
+
+class _Cgroups:
+    """A pids and a memory cgroup (v1) for one sandboxed tree, when the controllers are writable."""
+
+    def __init__(self, limits: Limits):
+        self.dirs: list[Path] = []
+        name = f"grader-{os.getpid()}-{next(_counter)}"
+        for controller, settings in (("pids", {"pids.max": limits.processes}),
+                                     ("memory", {"memory.limit_in_bytes": limits.memory_bytes,
+                                                 "memory.memsw.limit_in_bytes": limits.memory_bytes})):
+            path = CGROUP_ROOT / controller / name
+            try:
+                path.mkdir()
+            except OSError:
+                continue
+            self.dirs.append(path)
+            for key, value in settings.items():
+                try:
+                    (path / key).write_text(str(value))
+                except OSError:
+                    pass  # memsw is absent without swap accounting; the plain limit still applies
+
+    def join_command(self) -> list[str]:
+        """A shell prefix that moves itself into the cgroups and then execs the sandbox (no race)."""
+        if not self.dirs:
+            return []
+        moves = " && ".join(f"echo $$ > {d / 'cgroup.procs'}" for d in self.dirs)
+        return ["/bin/sh", "-c", moves + ' && exec "$@"', "sh"]
+
+    def hit_memory_limit(self) -> bool:
+        for d in self.dirs:
+            failcnt = d / "memory.failcnt"
+            if failcnt.exists() and failcnt.read_text().strip() not in ("", "0"):
+                return True
+        return False
+
+    def remove(self) -> None:
+        for d in self.dirs:
+            for _ in range(50):  # the kernel frees the group once its last process is reaped
+                try:
+                    d.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.02)
+
+
+def command(argv: list[str], scratch: Path, hide: list[Path], expose: list[Path], env: dict[str, str]) -> list[str]:
+    """The bwrap command line for ``argv``."""
+    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in hide:
+        args += ["--tmpfs", str(path)]
+    for path in expose:
+        args += ["--ro-bind", str(path), str(path)]
+    args += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch),
+             "--unshare-all", "--die-with-parent", "--new-session", "--uid", str(NOBODY), "--gid", str(NOBODY),
+             "--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    return args + ["--", *argv]
+
+
+def run(argv: list[str], *, scratch: Path, hide: list[Path] = (), expose: list[Path] = (),  # type: ignore[assignment]
+        env: dict[str, str] | None = None, limits: Limits = Limits()) -> Outcome:
+    """Run ``argv`` in a sandbox; always returns, within about ``limits.wall_seconds``."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    os.chmod(scratch, 0o777)  # writable by the sandbox's unprivileged user
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8", **(env or {})}
+    cgroups = _Cgroups(limits)
+
+    def apply_rlimits() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    started = time.monotonic()
+    process = subprocess.Popen(
+        cgroups.join_command() + command(argv, scratch, list(hide), list(expose), env),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        preexec_fn=apply_rlimits, start_new_session=True,
+    )
+    chunks: list[bytes] = []
+    flooded = threading.Event()
+
+    def read_capped() -> None:
+        total = 0
+        assert process.stdout is not None
+        while True:
+            chunk = process.stdout.read1(65536) if hasattr(process.stdout, "read1") else process.stdout.read(65536)
+            if not chunk:
+                return
+            if total < limits.output_bytes:
+                chunks.append(chunk[: limits.output_bytes - total])
+            total += len(chunk)
+            if total > limits.output_bytes:
+                flooded.set()
+                _kill(process)
+                return
+
+    reader = threading.Thread(target=read_capped, daemon=True)
+    reader.start()
+    stopped = ""
+    try:
+        process.wait(timeout=limits.wall_seconds)
+    except subprocess.TimeoutExpired:
+        stopped = "timeout"
+    finally:
+        _kill(process)
+        process.wait()
+        reader.join(timeout=5)
+    if flooded.is_set():
+        stopped = "output"
+    elif not stopped and (cgroups.hit_memory_limit() and process.returncode not in (0, None)):
+        stopped = "memory"
+    cgroups.remove()
+    output = b"".join(chunks).decode("utf-8", errors="replace")
+    return Outcome(process.returncode, output, time.monotonic() - started, stopped)
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """SIGKILL the sandbox's whole session; its pid namespace takes every descendant with it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
