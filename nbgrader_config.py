@@ -32,6 +32,20 @@ c.GenerateAssignment.preprocessors = [
 ]
 c.GenerateAssignment.create_assignment = True
 
-# Each cell gets 60 s; kernels are killed at once instead of shut down gracefully (saves ~1 s a notebook).
+# Trusted autograding (grader.nbgrader_plugins.TrustedExecute replaces nbgrader's Execute): student code
+# runs under bubblewrap, test cells are judged outside it. The rest of nbgrader's pipeline is unchanged.
+c.Autograde.autograde_preprocessors = [
+    "grader.nbgrader_plugins.TrustedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+c.TrustedExecute.timeout = 120  # seconds per notebook
+c.TrustedExecute.allow_unsandboxed = False  # set True only where bubblewrap cannot run and the code is trusted
+
+# Stock nbgrader (Execute) settings, used when the list above is reverted to nbgrader's default.
 c.Execute.timeout = 60
 c.Execute.shutdown_kernel = "immediate"

@@ -9,9 +9,23 @@ One public ``check_*`` function per graded test cell. Each one
   notebook section to re-read), never a traceback of grader internals,
 - on success prints a single line starting with ``✓``.
 
+Every check has two halves, as in ``grader.observe`` / ``grader.checks``:
+
+- ``observe(check, fn, **kwargs)`` runs next to the student's code: it calls ``fn`` on the probes
+  and records what happened as plain data (dicts, lists, strings, numbers, booleans, None and
+  detached tensors): the returned value, the error raised, ``x``/``w`` and their ``.grad`` before and
+  after the call, the forward/backward order of the batches, whether the result aliases ``w.grad``.
+  It decides nothing.
+- ``judge(check, observations, **kwargs)`` runs in the trusted process and never runs student code:
+  it rebuilds the same probes from the same keyword arguments (seeded generators), computes the
+  references itself and returns the one-line summary or raises ``AssertionError``. Observations may
+  be forged or malformed: anything unexpected fails the check with a clear message, never passes it.
+
+A public check is exactly ``print("✓ " + judge(name, observe(name, fn, **kw), **kw))``.
+
 Nothing here imports nbgrader or Jupyter, prints to stderr or lets a warning escape:
-warnings raised inside the student's code are recorded and dropped, because nbgrader
-scores a cell that writes to stderr as failed.
+warnings raised inside the student's code are dropped, because nbgrader scores a cell that
+writes to stderr as failed.
 """
 
 from __future__ import annotations
@@ -29,6 +43,9 @@ from torch.autograd.functional import hessian, jacobian
 
 __all__ = [
     "SECTIONS",
+    "CHECKS",
+    "observe",
+    "judge",
     "check_vjp",
     "check_vjp_keeps_grad",
     "check_mean_gradient",
@@ -55,6 +72,9 @@ SIGNATURES: dict[str, str] = {
 RTOL = 1e-5
 ATOL = 1e-7
 DTYPE = torch.float64
+
+#: One observation (per probe): plain data only.
+Obs = dict[str, Any]
 
 _F = TypeVar("_F", bound=Callable[..., None])
 
@@ -198,67 +218,247 @@ _GENERIC_HINT = {
 }
 
 
-def _call(ex: str, fn: Callable[..., Any], args: tuple[Any, ...], context: str) -> Any:
-    """Call the student's function; turn any exception into a student-facing ``_Fail``."""
+# ---------------------------------------------------------------------------------------------
+# the student side: turning whatever the student's code did into plain data
+
+_MAX_TEXT = 4000  # characters of an error message kept (hints match on the whole text, not only its first line)
+_MAX_ITEMS = 100  # entries of a returned tuple/list described
+
+
+def _type_name(value: Any) -> str:
     try:
-        with warnings.catch_warnings(record=True):
-            warnings.simplefilter("always")
-            return fn(*args)
-    except NotImplementedError as exc:
-        said = f" ({_first_line(str(exc))})" if str(exc).strip() else ""
+        return str(type(value).__name__)[:100]
+    except Exception:  # a metaclass of the student's can make even this fail
+        return "object"
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)[:_MAX_TEXT]
+    except Exception:
+        return "<the error message could not be printed>"
+
+
+def _plain(t: torch.Tensor) -> torch.Tensor:
+    """A detached, dense, CPU copy of ``t`` as a plain ``torch.Tensor`` (no subclass, graph or attributes)."""
+    with torch._C.DisableTorchFunctionSubclass():
+        out = t.detach()
+        if out.layout != torch.strided:
+            out = out.to_dense()
+        out = out.to("cpu").resolve_conj().resolve_neg().clone()
+        if type(out) is not torch.Tensor:
+            out = out.as_subclass(torch.Tensor)
+    return out
+
+
+def _grad_record(t: torch.Tensor) -> torch.Tensor | None:
+    grad = t.grad
+    return None if grad is None else _plain(grad)
+
+
+def _error_record(exc: BaseException) -> Obs:
+    """What the student's exception said, as data (the exception itself, and its frames, are not kept)."""
+    try:
+        where = _student_line(exc)
+    except Exception:
+        where = None
+    return {"type": _type_name(exc), "not_implemented": isinstance(exc, NotImplementedError),
+            "message": _text(exc), "code": where}
+
+
+def _result_record(result: Any) -> Obs:
+    """What the student's function returned, as data."""
+    if result is None:
+        return {"kind": "none"}
+    if isinstance(result, (tuple, list)):
+        items: list[str] = []
+        try:
+            for item in result:
+                if len(items) == _MAX_ITEMS:
+                    break
+                items.append(_type_name(item))
+        except Exception:
+            pass
+        return {"kind": "sequence", "type": _type_name(result), "items": items}
+    if isinstance(result, torch.Tensor):
+        try:
+            return {"kind": "tensor", "value": _plain(result)}
+        except Exception:
+            return {"kind": "unreadable", "type": _type_name(result)}
+    return {"kind": "other", "type": _type_name(result)}
+
+
+def _invoke(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Obs | None, Any]:
+    """Call the student's function: (None, what it returned) or (the error it raised as data, None)."""
+    try:
+        return None, fn(*args)
+    except Exception as exc:  # the student's bug: recorded, judged on the other side
+        return _error_record(exc), None
+
+
+# ---------------------------------------------------------------------------------------------
+# the trusted side: reading observations without trusting them
+
+
+class _Malformed(Exception):
+    """Internal: an observation does not have the structure ``observe`` produces."""
+
+
+_NOT_YOUR_ANSWER = ("this is not about your answer: run the cell again, and if this message stays, "
+                    "tell your instructor.")
+
+
+def _malformed(ex: str, context: str, why: str) -> str:
+    return _message(ex, f"could not be graded for {context}",
+                    [f"the grader received malformed observations: {_first_line(why)}"], _NOT_YOUR_ANSWER)
+
+
+def _field(obs: Any, key: str) -> Any:
+    if not isinstance(obs, dict):
+        raise _Malformed(f"expected a dict holding {key!r}, received a {_type_name(obs)}")
+    if key not in obs:
+        raise _Malformed(f"{key!r} is missing")
+    return obs[key]
+
+
+def _as_tensor(value: Any, what: str) -> torch.Tensor:
+    if type(value) is not torch.Tensor:
+        raise _Malformed(f"{what} is a {_type_name(value)}, not a tensor")
+    if value.layout != torch.strided or value.device.type != "cpu":
+        raise _Malformed(f"{what} is not a dense CPU tensor")
+    return value.detach()
+
+
+def _tensor_field(obs: Any, key: str) -> torch.Tensor:
+    return _as_tensor(_field(obs, key), repr(key))
+
+
+def _optional_tensor_field(obs: Any, key: str) -> torch.Tensor | None:
+    value = _field(obs, key)
+    return None if value is None else _as_tensor(value, repr(key))
+
+
+def _grad_field(obs: Any, key: str, shape: torch.Size) -> torch.Tensor | None:
+    """A recorded ``.grad``: None or a tensor of its parameter's shape (PyTorch allows no other)."""
+    grad = _optional_tensor_field(obs, key)
+    if grad is not None and grad.shape != shape:
+        raise _Malformed(f"{key!r} has shape {_fmt_shape(grad.shape)}, but a .grad has its tensor's shape "
+                         f"{_fmt_shape(shape)}")
+    return grad
+
+
+def _bool_field(obs: Any, key: str) -> bool:
+    value = _field(obs, key)
+    if type(value) is not bool:
+        raise _Malformed(f"{key!r} is a {_type_name(value)}, not a bool")
+    return value
+
+
+def _str_field(obs: Any, key: str, optional: bool = False) -> str | None:
+    value = _field(obs, key)
+    if value is None and optional:
+        return None
+    if type(value) is not str:
+        raise _Malformed(f"{key!r} is a {_type_name(value)}, not a str")
+    return value
+
+
+def _same(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.shape == b.shape and bool(torch.equal(a, b))
+
+
+def _expect_grad_before(obs: Obs, key: str, stale: torch.Tensor | None) -> None:
+    """The observer must report the ``.grad`` the grader set up (None or the stale values), nothing else."""
+    if not _same(_optional_tensor_field(obs, key), stale):
+        raise _Malformed(f"{key!r} is not the gradient the grader set up before the call")
+
+
+def _fail_if_raised(ex: str, obs: Obs, context: str) -> None:
+    """When the student's function raised, fail with the message the error calls for."""
+    if not isinstance(obs, dict):
+        raise _Malformed(f"an observation is a {_type_name(obs)}, not a dict")
+    if "observer_error" in obs:
+        raise _Malformed(f"the observer itself failed ({_first_line(str(obs['observer_error']))})")
+    if "error" not in obs:
+        return
+    error = obs["error"]
+    name = _first_line(_str_field(error, "type") or "", 100) or "Exception"
+    text = _str_field(error, "message") or ""
+    code = _str_field(error, "code", optional=True)
+    if _bool_field(error, "not_implemented"):
+        said = f" ({_first_line(text)})" if text.strip() else ""
         raise _Fail(
             f"{ex}: your {SIGNATURES[ex]} raised NotImplementedError{said}\n"
             f"  It is still the stub: replace the `raise NotImplementedError` line with your code.\n"
             f"  Hint: {_GENERIC_HINT[ex]} {_see(ex)}"
-        ) from None
-    except Exception as exc:  # the student's bug, reported in words
-        error = f"{type(exc).__name__}: {_first_line(str(exc))}"
-        hint = next((h for key, h in _ERROR_HINTS[ex] if key in str(exc)), _GENERIC_HINT[ex])
-        details = [error]
-        where = _student_line(exc)
-        if where:
-            details.append(f"in your code, {where}")
-        raise _Fail(_message(ex, f"raised an error for {context}", details, hint)) from None
+        )
+    hint = next((h for key, h in _ERROR_HINTS[ex] if key in text), _GENERIC_HINT[ex])
+    details = [f"{name}: {_first_line(text)}"]
+    if code:
+        details.append(f"in your code, {_first_line(code)}")
+    raise _Fail(_message(ex, f"raised an error for {context}", details, hint))
 
 
 def _as_result(ex: str, result: Any, shape: torch.Size, context: str, wrong_shape_hint: str | None = None) -> torch.Tensor:
-    """Check that ``result`` is a tensor of ``shape``; return it detached as float64."""
-    if result is None:
+    """Check that the recorded ``result`` is a tensor of ``shape``; return its value as float64."""
+    kind = _str_field(result, "kind")
+    if kind == "none":
         raise _Fail(
             _message(ex, f"returned None for {context}", [f"expected a tensor of shape {_fmt_shape(shape)}"],
                      "did you forget the `return` statement?")
         )
-    if isinstance(result, (tuple, list)):
-        inner = ", ".join(type(r).__name__ for r in result)
+    if kind == "sequence":
+        items = _field(result, "items")
+        if not isinstance(items, list) or not all(type(i) is str for i in items):
+            raise _Malformed("'items' is not a list of type names")
+        inner = ", ".join(_first_line(i, 100) for i in items)
         raise _Fail(
             _message(
                 ex,
-                f"returned a {type(result).__name__} ({inner}) for {context}",
+                f"returned a {_first_line(_str_field(result, 'type') or '', 100)} ({inner}) for {context}",
                 [f"expected a single tensor of shape {_fmt_shape(shape)}"],
                 "torch.autograd.grad returns a tuple with one gradient per input: take its [0], "
                 "e.g. `(g,) = torch.autograd.grad(...)`.",
             )
         )
-    if not isinstance(result, torch.Tensor):
+    if kind == "other":
         raise _Fail(
-            _message(ex, f"returned a {type(result).__name__} for {context}",
+            _message(ex, f"returned a {_first_line(_str_field(result, 'type') or '', 100)} for {context}",
                      [f"expected a torch.Tensor of shape {_fmt_shape(shape)}"], _GENERIC_HINT[ex])
         )
-    if result.shape != shape:
+    if kind == "unreadable":
+        name = _first_line(_str_field(result, "type") or "", 100)
+        raise _Fail(
+            _message(ex, f"returned a tensor the grader cannot read ({name}) for {context}",
+                     [f"expected a plain torch.Tensor of shape {_fmt_shape(shape)}"], _GENERIC_HINT[ex])
+        )
+    if kind != "tensor":
+        raise _Malformed(f"unknown result kind {_first_line(kind or '', 40)!r}")
+    value = _tensor_field(result, "value")
+    if value.shape != shape:
         raise _Fail(
             _message(
                 ex,
                 f"returned the wrong shape for {context}",
-                [f"expected shape {_fmt_shape(shape)}, received {_fmt_shape(result.shape)}"],
+                [f"expected shape {_fmt_shape(shape)}, received {_fmt_shape(value.shape)}"],
                 wrong_shape_hint or _GENERIC_HINT[ex],
             )
         )
-    if not (result.is_floating_point() or result.is_complex()):
+    if not (value.is_floating_point() or value.is_complex()):
         raise _Fail(
-            _message(ex, f"returned an integer tensor ({result.dtype}) for {context}",
+            _message(ex, f"returned an integer tensor ({value.dtype}) for {context}",
                      ["expected a float64 tensor"], "return the gradient tensor itself, do not round it.")
         )
-    return result.detach().to(DTYPE)
+    return value.to(DTYPE)
+
+
+def _result_value(result: Any) -> torch.Tensor | None:
+    """The recorded tensor value of ``result``, or None when the function did not return a tensor."""
+    if _str_field(result, "kind") != "tensor":
+        return None
+    return _tensor_field(result, "value")
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -284,10 +484,6 @@ def _rand(gen: torch.Generator, *shape: int, low: float = -2.0, high: float = 2.
 
 def _leaf(t: torch.Tensor) -> torch.Tensor:
     return t.detach().clone().requires_grad_(True)
-
-
-def _grad_state(t: torch.Tensor) -> torch.Tensor | None:
-    return None if t.grad is None else t.grad.detach().clone()
 
 
 def _grad_changed(before: torch.Tensor | None, after: torch.Tensor | None) -> str | None:
@@ -351,31 +547,32 @@ def _vjp_reference(p: _VjpProbe, v: torch.Tensor | None = None) -> tuple[torch.T
     return (weights @ flat).reshape(p.x.shape), jac
 
 
-def _run_vjp(fn: Callable[..., Any], p: _VjpProbe, stale_grad: torch.Tensor | None) -> tuple[torch.Tensor, str | None]:
-    """Call the student's vjp on a fresh copy of the probe; return (result, how x.grad changed)."""
+def _observe_vjp(fn: Callable[..., Any], p: _VjpProbe, stale: torch.Tensor | None) -> Obs:
+    """Call the student's vjp on a fresh copy of the probe; record the result, x and x.grad before/after."""
     x = _leaf(p.x)
-    if stale_grad is not None:
-        x.grad = stale_grad.clone()
-    x_before = x.detach().clone()
-    grad_before = _grad_state(x)
-    result = _call("vjp", fn, (p.f, x, p.v.clone()), p.desc)
-    if not torch.equal(x.detach(), x_before):
-        raise _Fail(
-            _message("vjp", f"changed x itself for {p.desc}", ["x holds different values after the call"],
-                     "only compute the product; never modify x in place.")
-        )
-    return result, _grad_changed(grad_before, x.grad)
+    if stale is not None:
+        x.grad = stale.clone()
+    obs: Obs = {"x_grad_before": _grad_record(x)}
+    error, result = _invoke(fn, (p.f, x, p.v.clone()))
+    if error is not None:
+        obs["error"] = error
+    else:
+        obs["result"] = _result_record(result)
+    obs["x_after"] = _plain(x)
+    obs["x_grad_after"] = _grad_record(x)
+    return obs
 
 
 def _judge_vjp(p: _VjpProbe, result: Any) -> None:
     expected, jac = _vjp_reference(p)
     out_shape = p.v.shape
-    if isinstance(result, torch.Tensor) and result.shape == jac.shape and result.shape != p.x.shape:
+    value = _result_value(result)
+    if value is not None and value.shape == jac.shape and value.shape != p.x.shape:
         raise _Fail(
             _message(
                 "vjp",
                 f"returned the whole Jacobian for {p.desc}",
-                [f"expected vᵀJ of shape {_fmt_shape(p.x.shape)}, received shape {_fmt_shape(result.shape)} "
+                [f"expected vᵀJ of shape {_fmt_shape(p.x.shape)}, received shape {_fmt_shape(value.shape)} "
                  f"(= f(x).shape + x.shape)"],
                 "you need the product of v with the Jacobian, not J itself: pass grad_outputs=v to "
                 "torch.autograd.grad and it returns vᵀJ directly, without ever building J.",
@@ -401,27 +598,17 @@ def _judge_vjp(p: _VjpProbe, result: Any) -> None:
     raise _Fail(_message("vjp", f"is wrong for {p.desc}", [_first_mismatch(got, expected)], hint))
 
 
-@_student_facing
-def check_vjp(fn: Callable[..., Any], sizes: Sequence[int] = (3,), seed: int = 0) -> None:
-    """Check ``fn(f, x, v)`` returns vᵀJ (J = Jacobian of f at x) on three probe functions per size.
-
-    Probes: an elementwise f, a matrix map to a longer vector and a 2-D input.
-    """
-    probes = _vjp_probes(sizes, seed)
-    for p in probes:
-        result, _ = _run_vjp(fn, p, stale_grad=None)
-        _judge_vjp(p, result)
-    print(f"✓ vjp: matches vᵀJ on {len(probes)} probes")
-
-
-@_student_facing
-def check_vjp_keeps_grad(fn: Callable[..., Any], sizes: Sequence[int] = (3,), seed: int = 0) -> None:
-    """Check ``fn(f, x, v)`` leaves ``x.grad`` untouched (None, or the caller's stale values) and is correct."""
-    probes = _vjp_probes(sizes, seed + 1000)
-    gen = torch.Generator().manual_seed(seed + 2000)
-    for i, p in enumerate(probes):
-        stale = None if i % 2 == 0 else _rand(gen, *p.x.shape, low=5.0, high=9.0)
-        result, changed = _run_vjp(fn, p, stale_grad=stale)
+def _judge_vjp_probe(check: str, p: _VjpProbe, stale: torch.Tensor | None, obs: Obs) -> None:
+    _fail_if_raised("vjp", obs, p.desc)
+    if not _same(_tensor_field(obs, "x_after"), p.x):
+        raise _Fail(
+            _message("vjp", f"changed x itself for {p.desc}", ["x holds different values after the call"],
+                     "only compute the product; never modify x in place.")
+        )
+    _expect_grad_before(obs, "x_grad_before", stale)
+    grad_after = _grad_field(obs, "x_grad_after", p.x.shape)
+    if check == "check_vjp_keeps_grad":
+        changed = _grad_changed(stale, grad_after)
         if changed:
             raise _Fail(
                 _message(
@@ -432,8 +619,17 @@ def check_vjp_keeps_grad(fn: Callable[..., Any], sizes: Sequence[int] = (3,), se
                     "returns the gradient instead and leaves x.grad alone.",
                 )
             )
-        _judge_vjp(p, result)
-    print(f"✓ vjp: x.grad left untouched and vᵀJ correct on {len(probes)} probes")
+    _judge_vjp(p, _field(obs, "result"))
+
+
+def _vjp_setup(args: dict[str, Any]) -> list[tuple[_VjpProbe, torch.Tensor | None]]:
+    return [(p, None) for p in _vjp_probes(args["sizes"], args["seed"])]
+
+
+def _vjp_keeps_grad_setup(args: dict[str, Any]) -> list[tuple[_VjpProbe, torch.Tensor | None]]:
+    probes = _vjp_probes(args["sizes"], args["seed"] + 1000)
+    gen = torch.Generator().manual_seed(args["seed"] + 2000)
+    return [(p, None if i % 2 == 0 else _rand(gen, *p.x.shape, low=5.0, high=9.0)) for i, p in enumerate(probes)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,19 +682,16 @@ def _batch_grads(p: _BatchProbe) -> list[torch.Tensor]:
     return [jacobian(lambda t, b=b: p.loss_fn(t, b), w) for b in p.batches]
 
 
-@dataclass
-class _Run:
-    result: Any
-    w: torch.Tensor
-    events: list[tuple[str, int]]
+def _run_accumulate(fn: Callable[..., Any], p: _BatchProbe, stale: torch.Tensor | None) -> Obs:
+    """Call the student's function with a loss_fn that records forward/backward order per batch.
 
-
-def _run_accumulate(fn: Callable[..., Any], p: _BatchProbe, stale_grad: torch.Tensor | None) -> _Run:
-    """Call the student's function with a loss_fn that records forward/backward order per batch."""
+    Records the result, w and w.grad before/after, the events, whether the result IS w.grad, and the
+    result's values after w.grad.zero_() (what the next training step does to w.grad).
+    """
     w = _leaf(p.w)
-    if stale_grad is not None:
-        w.grad = stale_grad.clone()
-    w_before = w.detach().clone()
+    if stale is not None:
+        w.grad = stale.clone()
+    obs: Obs = {"w_grad_before": _grad_record(w)}
     index_of = {id(b): k for k, b in enumerate(p.batches)}
     events: list[tuple[str, int]] = []
 
@@ -510,13 +703,24 @@ def _run_accumulate(fn: Callable[..., Any], p: _BatchProbe, stale_grad: torch.Te
             loss.register_hook(lambda grad, k=k: events.append(("backward", k)))
         return loss
 
-    result = _call("accumulate", fn, (tracked_loss, w, list(p.batches)), p.desc)
-    if not torch.equal(w.detach(), w_before) or not w.requires_grad:
-        raise _Fail(
-            _message("accumulate", f"changed w itself for {p.desc}", ["w holds different values after the call"],
-                     "only compute the gradient: no optimizer step, no in-place change of w.")
-        )
-    return _Run(result, w, events)
+    error, result = _invoke(fn, (tracked_loss, w, list(p.batches)))
+    if error is not None:
+        obs["error"] = error
+    else:
+        obs["result"] = _result_record(result)
+    obs["events"] = [[str(kind), int(k)] for kind, k in list(events)]
+    obs["w_after"] = _plain(w)
+    obs["w_requires_grad"] = bool(w.requires_grad)
+    grad = w.grad
+    obs["w_grad_after"] = None if grad is None else _plain(grad)
+    obs["aliases_w_grad"] = error is None and isinstance(result, torch.Tensor) and result is grad
+    obs["value_after_zeroing_w_grad"] = None
+    if error is None and obs["result"]["kind"] == "tensor":
+        if grad is not None:
+            with torch.no_grad():
+                grad.zero_()
+        obs["value_after_zeroing_w_grad"] = _plain(result)
+    return obs
 
 
 def _judge_accumulate(p: _BatchProbe, result: Any, stale: torch.Tensor | None) -> None:
@@ -550,6 +754,19 @@ def _judge_accumulate(p: _BatchProbe, result: Any, stale: torch.Tensor | None) -
     raise _Fail(_message("accumulate", f"is wrong for {p.desc}", [_first_mismatch(got, expected)], hint))
 
 
+def _events(obs: Obs) -> list[tuple[str, int]]:
+    raw = _field(obs, "events")
+    if not isinstance(raw, list):
+        raise _Malformed(f"'events' is a {_type_name(raw)}, not a list")
+    events: list[tuple[str, int]] = []
+    for event in raw:
+        if (not isinstance(event, (list, tuple)) or len(event) != 2 or type(event[0]) is not str
+                or event[0] not in ("forward", "backward") or type(event[1]) is not int):
+            raise _Malformed("'events' holds an entry that is not [\"forward\" or \"backward\", batch index]")
+        events.append((event[0], event[1]))
+    return events
+
+
 def _judge_one_backward_per_batch(p: _BatchProbe, events: list[tuple[str, int]]) -> None:
     n = len(p.batches)
     first_forward = {k: events.index(("forward", k)) for k in range(n) if ("forward", k) in events}
@@ -577,52 +794,55 @@ def _judge_one_backward_per_batch(p: _BatchProbe, events: list[tuple[str, int]])
             )
 
 
-@_student_facing
-def check_mean_gradient(fn: Callable[..., Any], sizes: Sequence[int] = (3,), n_batches: int = 4, seed: int = 0) -> None:
-    """Check ``fn(loss_fn, w, batches)`` returns the mean-loss gradient with one backward per batch (w.grad None on entry)."""
-    probes = _batch_probes(sizes, n_batches, seed)
-    for p in probes:
-        run = _run_accumulate(fn, p, stale_grad=None)
-        _judge_accumulate(p, run.result, stale=None)
-        _judge_one_backward_per_batch(p, run.events)
-    print(f"✓ accumulate: mean gradient correct, one backward per batch, on {len(probes)} probes")
-
-
-@_student_facing
-def check_mean_gradient_stale(fn: Callable[..., Any], sizes: Sequence[int] = (3,), n_batches: int = 4, seed: int = 0) -> None:
-    """Check ``fn(loss_fn, w, batches)`` is correct when ``w.grad`` holds stale values on entry."""
-    probes = _batch_probes(sizes, n_batches, seed + 1000)
-    gen = torch.Generator().manual_seed(seed + 2000)
-    for p in probes:
-        stale = _rand(gen, *p.w.shape, low=3.0, high=6.0)
-        run = _run_accumulate(fn, p, stale_grad=stale)
-        _judge_accumulate(p, run.result, stale=stale)
-    print(f"✓ accumulate: stale w.grad ignored on {len(probes)} probes")
-
-
-@_student_facing
-def check_mean_gradient_copy(fn: Callable[..., Any], sizes: Sequence[int] = (3,), n_batches: int = 4, seed: int = 0) -> None:
-    """Check the tensor ``fn`` returns is its own copy: zeroing ``w.grad`` afterwards must not change it."""
-    probes = _batch_probes(sizes, n_batches, seed + 3000)
-    for p in probes:
-        run = _run_accumulate(fn, p, stale_grad=None)
-        _judge_accumulate(p, run.result, stale=None)
-        result: torch.Tensor = run.result
-        kept = result.detach().clone()
-        grad = run.w.grad
-        if grad is not None:
-            grad.zero_()  # what the next training step does with w.grad
-        if result is grad or not torch.equal(result.detach(), kept):
-            raise _Fail(
-                _message(
-                    "accumulate",
-                    f"returned w.grad itself (or a view of it) for {p.desc}",
-                    ["after the call, w.grad.zero_() also wiped your returned tensor"],
-                    "w.grad is reused and zeroed by the next step; return a copy: `return w.grad.clone()` "
-                    "(or compute a new tensor, e.g. `w.grad / len(batches)`).",
-                )
+def _judge_returns_own_copy(p: _BatchProbe, result: Any, aliases: bool, after_zeroing: torch.Tensor | None) -> None:
+    value = _result_value(result)
+    if value is None or after_zeroing is None:  # _judge_accumulate accepted a tensor, so both were recorded
+        raise _Malformed("'value_after_zeroing_w_grad' is missing for a tensor result")
+    if aliases or not _same(after_zeroing, value):
+        raise _Fail(
+            _message(
+                "accumulate",
+                f"returned w.grad itself (or a view of it) for {p.desc}",
+                ["after the call, w.grad.zero_() also wiped your returned tensor"],
+                "w.grad is reused and zeroed by the next step; return a copy: `return w.grad.clone()` "
+                "(or compute a new tensor, e.g. `w.grad / len(batches)`).",
             )
-    print(f"✓ accumulate: returns its own copy, not w.grad, on {len(probes)} probes")
+        )
+
+
+def _judge_accumulate_probe(check: str, p: _BatchProbe, stale: torch.Tensor | None, obs: Obs) -> None:
+    _fail_if_raised("accumulate", obs, p.desc)
+    if not _same(_tensor_field(obs, "w_after"), p.w) or not _bool_field(obs, "w_requires_grad"):
+        raise _Fail(
+            _message("accumulate", f"changed w itself for {p.desc}", ["w holds different values after the call"],
+                     "only compute the gradient: no optimizer step, no in-place change of w.")
+        )
+    # Every fact is read (and so validated) whichever check this is; each check judges its own.
+    _expect_grad_before(obs, "w_grad_before", stale)
+    _grad_field(obs, "w_grad_after", p.w.shape)  # for the record: the returned value is what is graded
+    events = _events(obs)
+    aliases = _bool_field(obs, "aliases_w_grad")
+    after_zeroing = _optional_tensor_field(obs, "value_after_zeroing_w_grad")
+    result = _field(obs, "result")
+    value = _result_value(result)
+    if (after_zeroing is None) != (value is None) or (value is not None and after_zeroing.shape != value.shape):
+        raise _Malformed("'value_after_zeroing_w_grad' does not match the returned tensor")
+    _judge_accumulate(p, result, stale)
+    if check == "check_mean_gradient":
+        _judge_one_backward_per_batch(p, events)
+    if check == "check_mean_gradient_copy":
+        _judge_returns_own_copy(p, result, aliases, after_zeroing)
+
+
+def _batch_setup(offset: int, stale_grad: bool) -> Callable[[dict[str, Any]], list[tuple[_BatchProbe, torch.Tensor | None]]]:
+    def setup(args: dict[str, Any]) -> list[tuple[_BatchProbe, torch.Tensor | None]]:
+        probes = _batch_probes(args["sizes"], args["n_batches"], args["seed"] + offset)
+        if not stale_grad:
+            return [(p, None) for p in probes]
+        gen = torch.Generator().manual_seed(args["seed"] + 2000)
+        return [(p, _rand(gen, *p.w.shape, low=3.0, high=6.0)) for p in probes]
+
+    return setup
 
 
 # ---------------------------------------------------------------------------------------------
@@ -670,19 +890,20 @@ def _elementwise_derivatives(p: _ElementwiseProbe) -> tuple[torch.Tensor, torch.
     return first, second
 
 
-def _run_second(fn: Callable[..., Any], p: _ElementwiseProbe, stale_grad: torch.Tensor | None) -> tuple[Any, str | None]:
+def _observe_second(fn: Callable[..., Any], p: _ElementwiseProbe, stale: torch.Tensor | None) -> Obs:
+    """Call the student's second_derivative; record the result, x and x.grad before/after."""
     x = _leaf(p.x)
-    if stale_grad is not None:
-        x.grad = stale_grad.clone()
-    x_before = x.detach().clone()
-    grad_before = _grad_state(x)
-    result = _call("secondderiv", fn, (p.f, x), p.desc)
-    if not torch.equal(x.detach(), x_before):
-        raise _Fail(
-            _message("secondderiv", f"changed x itself for {p.desc}", ["x holds different values after the call"],
-                     "only compute derivatives; never modify x in place.")
-        )
-    return result, _grad_changed(grad_before, x.grad)
+    if stale is not None:
+        x.grad = stale.clone()
+    obs: Obs = {"x_grad_before": _grad_record(x)}
+    error, result = _invoke(fn, (p.f, x))
+    if error is not None:
+        obs["error"] = error
+    else:
+        obs["result"] = _result_record(result)
+    obs["x_after"] = _plain(x)
+    obs["x_grad_after"] = _grad_record(x)
+    return obs
 
 
 def _judge_second(p: _ElementwiseProbe, result: Any) -> None:
@@ -705,24 +926,17 @@ def _judge_second(p: _ElementwiseProbe, result: Any) -> None:
     raise _Fail(_message("secondderiv", f"is wrong for {p.desc}", [_first_mismatch(got, expected)], hint))
 
 
-@_student_facing
-def check_second_derivative(fn: Callable[..., Any], sizes: Sequence[int] = (3,), seed: int = 0) -> None:
-    """Check ``fn(f, x)`` returns the elementwise f''(x) for three elementwise functions on 1-D x."""
-    probes = _second_probes(sizes, seed)
-    for p in probes:
-        result, _ = _run_second(fn, p, stale_grad=None)
-        _judge_second(p, result)
-    print(f"✓ secondderiv: matches f''(x) on {len(probes)} probes")
-
-
-@_student_facing
-def check_second_derivative_general(fn: Callable[..., Any], sizes: Sequence[int] = (3,), seed: int = 0) -> None:
-    """Check ``fn(f, x)`` works for 0-d and multi-dimensional x and leaves ``x.grad`` as it was."""
-    probes = _general_probes(sizes, seed + 1000)
-    gen = torch.Generator().manual_seed(seed + 2000)
-    for i, p in enumerate(probes):
-        stale = None if i % 2 == 0 else _rand(gen, *p.x.shape, low=5.0, high=9.0)
-        result, changed = _run_second(fn, p, stale_grad=stale)
+def _judge_second_probe(check: str, p: _ElementwiseProbe, stale: torch.Tensor | None, obs: Obs) -> None:
+    _fail_if_raised("secondderiv", obs, p.desc)
+    if not _same(_tensor_field(obs, "x_after"), p.x):
+        raise _Fail(
+            _message("secondderiv", f"changed x itself for {p.desc}", ["x holds different values after the call"],
+                     "only compute derivatives; never modify x in place.")
+        )
+    _expect_grad_before(obs, "x_grad_before", stale)
+    grad_after = _grad_field(obs, "x_grad_after", p.x.shape)
+    if check == "check_second_derivative_general":
+        changed = _grad_changed(stale, grad_after)
         if changed:
             raise _Fail(
                 _message(
@@ -733,5 +947,197 @@ def check_second_derivative_general(fn: Callable[..., Any], sizes: Sequence[int]
                     "cycle). Use torch.autograd.grad for both derivatives: it returns them and leaves x.grad alone.",
                 )
             )
-        _judge_second(p, result)
-    print(f"✓ secondderiv: any shape (0-d to 3-d) and x.grad untouched, on {len(probes)} probes")
+    _judge_second(p, _field(obs, "result"))
+
+
+def _second_setup(args: dict[str, Any]) -> list[tuple[_ElementwiseProbe, torch.Tensor | None]]:
+    return [(p, None) for p in _second_probes(args["sizes"], args["seed"])]
+
+
+def _general_setup(args: dict[str, Any]) -> list[tuple[_ElementwiseProbe, torch.Tensor | None]]:
+    probes = _general_probes(args["sizes"], args["seed"] + 1000)
+    gen = torch.Generator().manual_seed(args["seed"] + 2000)
+    return [(p, None if i % 2 == 0 else _rand(gen, *p.x.shape, low=5.0, high=9.0)) for i, p in enumerate(probes)]
+
+
+# ---------------------------------------------------------------------------------------------
+# the registry, observe (student side) and judge (trusted side)
+
+
+@dataclass(frozen=True)
+class _Check:
+    exercise: str
+    defaults: dict[str, Any]
+    setup: Callable[[dict[str, Any]], list[tuple[Any, torch.Tensor | None]]]  # (probe, stale .grad or None)
+    observe_one: Callable[[Callable[..., Any], Any, torch.Tensor | None], Obs]
+    judge_one: Callable[[str, Any, torch.Tensor | None, Obs], None]
+    summary: str  # formatted with n, the number of probes
+
+
+_DEFAULTS = {"sizes": (3,), "seed": 0}
+_BATCH_DEFAULTS = {"sizes": (3,), "n_batches": 4, "seed": 0}
+
+#: Every public check, by name: the exercise, its keyword arguments with defaults, how it observes and judges.
+CHECKS: dict[str, _Check] = {
+    "check_vjp": _Check("vjp", _DEFAULTS, _vjp_setup, _observe_vjp, _judge_vjp_probe,
+                        "vjp: matches vᵀJ on {n} probes"),
+    "check_vjp_keeps_grad": _Check("vjp", _DEFAULTS, _vjp_keeps_grad_setup, _observe_vjp, _judge_vjp_probe,
+                                   "vjp: x.grad left untouched and vᵀJ correct on {n} probes"),
+    "check_mean_gradient": _Check("accumulate", _BATCH_DEFAULTS, _batch_setup(0, stale_grad=False), _run_accumulate,
+                                  _judge_accumulate_probe,
+                                  "accumulate: mean gradient correct, one backward per batch, on {n} probes"),
+    "check_mean_gradient_stale": _Check("accumulate", _BATCH_DEFAULTS, _batch_setup(1000, stale_grad=True),
+                                        _run_accumulate, _judge_accumulate_probe,
+                                        "accumulate: stale w.grad ignored on {n} probes"),
+    "check_mean_gradient_copy": _Check("accumulate", _BATCH_DEFAULTS, _batch_setup(3000, stale_grad=False),
+                                       _run_accumulate, _judge_accumulate_probe,
+                                       "accumulate: returns its own copy, not w.grad, on {n} probes"),
+    "check_second_derivative": _Check("secondderiv", _DEFAULTS, _second_setup, _observe_second, _judge_second_probe,
+                                      "secondderiv: matches f''(x) on {n} probes"),
+    "check_second_derivative_general": _Check("secondderiv", _DEFAULTS, _general_setup, _observe_second,
+                                              _judge_second_probe,
+                                              "secondderiv: any shape (0-d to 3-d) and x.grad untouched, on {n} probes"),
+}
+
+
+def _spec(check: str) -> _Check:
+    if not isinstance(check, str) or check not in CHECKS:
+        raise ValueError(f"unknown check {check!r}; the checks are: {', '.join(CHECKS)}")
+    return CHECKS[check]
+
+
+def _arguments(check: str, spec: _Check, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The check's keyword arguments with defaults filled in, normalised (both sides build the same probes)."""
+    unknown = sorted(set(kwargs) - set(spec.defaults))
+    if unknown:
+        raise TypeError(f"{check}() got an unexpected keyword argument {unknown[0]!r}")
+    args = {**spec.defaults, **kwargs}
+    args["sizes"] = tuple(int(n) for n in args["sizes"])
+    args["seed"] = int(args["seed"])
+    if "n_batches" in args:
+        args["n_batches"] = int(args["n_batches"])
+    return args
+
+
+def observe(check: str, fn: Callable[..., Any], **kwargs: Any) -> list[Obs]:
+    """Student side: run ``fn`` on the probes of ``check`` and return plain-data observations, one per probe.
+
+    ``kwargs`` are the public check's (``sizes``, ``seed``, ``n_batches``), with the same defaults. Errors
+    raised by ``fn`` are recorded, not raised; warnings are swallowed. Nothing here decides pass or fail.
+    """
+    spec = _spec(check)
+    setups = spec.setup(_arguments(check, spec, kwargs))
+    observations: list[Obs] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i, (probe, stale) in enumerate(setups):
+            try:
+                obs = spec.observe_one(fn, probe, stale)
+            except Exception as exc:  # e.g. a tensor the student's code made unreadable: judged as malformed
+                obs = {"observer_error": f"{_type_name(exc)}: {_first_line(_text(exc))}"}
+            observations.append({"check": check, "probe": i, **obs})
+    return observations
+
+
+def _judge_all(check: str, spec: _Check, args: dict[str, Any], observations: Any) -> str:
+    ex = spec.exercise
+    setups = spec.setup(args)
+    if not isinstance(observations, (list, tuple)):
+        raise _Fail(_malformed(ex, f"the probes of {check}",
+                               f"expected a list of observations, received a {_type_name(observations)}"))
+    if len(observations) != len(setups):
+        raise _Fail(_malformed(ex, f"the probes of {check}",
+                               f"expected {len(setups)} observations (one per probe), received {len(observations)}"))
+    for i, ((probe, stale), obs) in enumerate(zip(setups, observations)):
+        try:
+            if not isinstance(obs, dict):
+                raise _Malformed(f"observation {i} is a {_type_name(obs)}, not a dict")
+            if obs.get("check") != check or type(obs.get("probe")) is not int or obs.get("probe") != i:
+                raise _Malformed(f"observation {i} is not the observation of probe {i} of {check}")
+            spec.judge_one(check, probe, stale, obs)
+        except _Fail:
+            raise
+        except _Malformed as bad:
+            raise _Fail(_malformed(ex, probe.desc, str(bad))) from None
+        except Exception as exc:  # data nothing above anticipated (or a bug of ours): never a pass
+            raise _Fail(_malformed(ex, probe.desc, f"{_type_name(exc)}: {_first_line(_text(exc))}")) from None
+    return spec.summary.format(n=len(setups))
+
+
+def judge(check: str, observations: list[Obs], **kwargs: Any) -> str:
+    """Trusted side: judge ``observations`` of ``check`` against references rebuilt here from ``kwargs``.
+
+    Returns the one-line summary printed after ``✓ `` on success; raises ``AssertionError`` with the
+    student-facing message otherwise. Never runs student code and never trusts the observations:
+    anything malformed fails the check.
+    """
+    spec = _spec(check)
+    args = _arguments(check, spec, kwargs)
+    message = ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            summary = _judge_all(check, spec, args, observations)
+        except _Fail as failure:
+            message = str(failure)
+        except Exception as exc:  # a bug of ours: a precise message, never a pass
+            message = _malformed(spec.exercise, f"the probes of {check}", f"{_type_name(exc)}: {_text(exc)}")
+    if message:
+        raise AssertionError(message)  # raised outside the handlers: no chained context in the traceback
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------
+# the public checks, one per graded test cell
+
+
+@_student_facing
+def check_vjp(fn: Callable[..., Any], sizes: Sequence[int] = (3,), seed: int = 0) -> None:
+    """Check ``fn(f, x, v)`` returns vᵀJ (J = Jacobian of f at x) on three probe functions per size.
+
+    Probes: an elementwise f, a matrix map to a longer vector and a 2-D input.
+    """
+    kw = {"sizes": sizes, "seed": seed}
+    print("✓ " + judge("check_vjp", observe("check_vjp", fn, **kw), **kw))
+
+
+@_student_facing
+def check_vjp_keeps_grad(fn: Callable[..., Any], sizes: Sequence[int] = (3,), seed: int = 0) -> None:
+    """Check ``fn(f, x, v)`` leaves ``x.grad`` untouched (None, or the caller's stale values) and is correct."""
+    kw = {"sizes": sizes, "seed": seed}
+    print("✓ " + judge("check_vjp_keeps_grad", observe("check_vjp_keeps_grad", fn, **kw), **kw))
+
+
+@_student_facing
+def check_mean_gradient(fn: Callable[..., Any], sizes: Sequence[int] = (3,), n_batches: int = 4, seed: int = 0) -> None:
+    """Check ``fn(loss_fn, w, batches)`` returns the mean-loss gradient with one backward per batch (w.grad None on entry)."""
+    kw = {"sizes": sizes, "n_batches": n_batches, "seed": seed}
+    print("✓ " + judge("check_mean_gradient", observe("check_mean_gradient", fn, **kw), **kw))
+
+
+@_student_facing
+def check_mean_gradient_stale(fn: Callable[..., Any], sizes: Sequence[int] = (3,), n_batches: int = 4, seed: int = 0) -> None:
+    """Check ``fn(loss_fn, w, batches)`` is correct when ``w.grad`` holds stale values on entry."""
+    kw = {"sizes": sizes, "n_batches": n_batches, "seed": seed}
+    print("✓ " + judge("check_mean_gradient_stale", observe("check_mean_gradient_stale", fn, **kw), **kw))
+
+
+@_student_facing
+def check_mean_gradient_copy(fn: Callable[..., Any], sizes: Sequence[int] = (3,), n_batches: int = 4, seed: int = 0) -> None:
+    """Check the tensor ``fn`` returns is its own copy: zeroing ``w.grad`` afterwards must not change it."""
+    kw = {"sizes": sizes, "n_batches": n_batches, "seed": seed}
+    print("✓ " + judge("check_mean_gradient_copy", observe("check_mean_gradient_copy", fn, **kw), **kw))
+
+
+@_student_facing
+def check_second_derivative(fn: Callable[..., Any], sizes: Sequence[int] = (3,), seed: int = 0) -> None:
+    """Check ``fn(f, x)`` returns the elementwise f''(x) for three elementwise functions on 1-D x."""
+    kw = {"sizes": sizes, "seed": seed}
+    print("✓ " + judge("check_second_derivative", observe("check_second_derivative", fn, **kw), **kw))
+
+
+@_student_facing
+def check_second_derivative_general(fn: Callable[..., Any], sizes: Sequence[int] = (3,), seed: int = 0) -> None:
+    """Check ``fn(f, x)`` works for 0-d and multi-dimensional x and leaves ``x.grad`` as it was."""
+    kw = {"sizes": sizes, "seed": seed}
+    print("✓ " + judge("check_second_derivative_general", observe("check_second_derivative_general", fn, **kw), **kw))

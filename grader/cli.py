@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from .runner import DEFAULT_TIMEOUT, NotebookResult, find_instructor_notebook, grade_notebook
+from .runner import DEFAULT_TIMEOUT, NotebookResult, SandboxRefused, find_instructor_notebook, grade_notebook
 
 
 def _points(x: float) -> str:
@@ -37,6 +37,8 @@ def render_text(result: NotebookResult, verbose: bool = True) -> str:
                  f"   ({result.seconds:.1f} s)")
     if result.problem:
         lines += ["", f"! {result.problem}; checks after that point score 0."]
+    if result.restored:
+        lines += ["", "! the notebook replaced " + ", ".join(result.restored) + "; the grader put them back before checking."]
     failed = [c for c in result.cells if c.status != "passed"]
     if verbose and failed:
         lines += ["", "What to fix:"]
@@ -61,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--json", action="store_true", help="print JSON instead of a table")
     grade.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds for the whole notebook")
     grade.add_argument("--quiet", action="store_true", help="table only, without the messages of failed checks")
+    grade.add_argument("--allow-unsandboxed", action="store_true",
+                       help="run the notebook without bubblewrap if the sandbox cannot start (only for trusted code)")
     args = parser.parse_args(argv)
 
     if not args.notebook.is_file():
@@ -72,7 +76,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not args.json:
         print(f"Grading {args.notebook} ...", file=sys.stderr, flush=True)
-    result = grade_notebook(args.notebook, tests, timeout=args.timeout)
+    try:
+        result = grade_notebook(args.notebook, tests, timeout=args.timeout, allow_unsandboxed=args.allow_unsandboxed)
+    except SandboxRefused as refused:
+        print(f"grader: {refused}", file=sys.stderr)
+        return 3
     print(json.dumps(result.as_dict(), indent=2) if args.json else render_text(result, verbose=not args.quiet))
     return 0
 

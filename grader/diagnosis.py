@@ -232,9 +232,9 @@ def tensor_attributes(ctx: Any) -> list[str]:
     return names
 
 
-def why_untracked(backward: Any, ctx_attributes: list[str]) -> tuple[str, dict[str, Any]]:
-    """Name why autograd could not record a backward (used when a second derivative is missing)."""
-    source = source_of(backward)
+def why_untracked_source(source: str, ctx_attributes: list[str]) -> tuple[str, dict[str, Any]]:
+    """Name why autograd could not record a backward, from its source code and the tensors on its ctx
+    (used when a second derivative is missing)."""
     used = [a for a in ctx_attributes if re.search(re.escape(a) + r"\b", source)] or ctx_attributes
     if used:
         return "intermediates_on_ctx", {"attrs": ", ".join(used)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import warnings
 from typing import Any, Mapping
@@ -20,6 +21,8 @@ def draw(outputs: torch.Tensor | tuple[torch.Tensor, ...], params: Mapping[str, 
 
     Where Graphviz's ``dot`` is missing, prints a short note and the graph's nodes instead of failing.
     """
+    if os.environ.get("GRADER_NO_DRAW"):  # autograding: pictures are for people, not for scores
+        return None
     import torchviz  # imported here: only notebooks that draw pay for it
 
     with warnings.catch_warnings():  # torchviz 0.0.3 uses distutils' deprecated Version: not the student's concern

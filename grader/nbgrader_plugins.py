@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import nbformat
 from nbformat import NotebookNode
 from nbgrader.preprocessors import ClearSolutions
 
@@ -56,3 +57,169 @@ class NamedStubs(ClearSolutions):
             raise RuntimeError(f"no END SOLUTION in cell {exercise!r}")
         cell.source = "\n".join(new_lines)
         return replaced
+
+
+# --- trusted autograding -------------------------------------------------------------------------------
+
+import atexit  # noqa: E402
+import threading  # noqa: E402
+from concurrent.futures import Future, ThreadPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+from nbformat.v4 import new_code_cell, new_output  # noqa: E402
+from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402
+from traitlets import Bool, Float  # noqa: E402
+
+
+class TrustedExecute(NbGraderPreprocessor):
+    """Replaces nbgrader's Execute: student code runs in a sandbox, test cells are judged outside it.
+
+    Each graded test cell gets the verdict as its output: the checks' ✓ lines when it passed, an
+    AssertionError with the diagnosis when it failed or could not run. nbgrader's SaveAutoGrades then
+    scores those outputs as usual (error → 0, otherwise full points), so the gradebook, formgrader,
+    feedback and export work unchanged. Warnings and stderr never reach a test cell's output.
+    """
+
+    timeout = Float(120.0, help="Seconds one notebook may run in the sandbox.").tag(config=True)
+    allow_unsandboxed = Bool(False, help="Run student code without bubblewrap when it cannot start. "
+                                         "Only for code you trust.").tag(config=True)
+    parallel = Bool(True, help="Grade the whole class ahead, in a pool of sandboxed workers (one per core), "
+                               "while nbgrader records the results one notebook at a time.").tag(config=True)
+
+    def _coursedir(self) -> Any:
+        return getattr(getattr(getattr(self, "parent", None), "parent", None), "coursedir", None)
+
+    def _course_root(self) -> Path | None:
+        root = getattr(self._coursedir(), "root", None)
+        return Path(root).resolve() if root else None
+
+    @staticmethod
+    def _trusted_cells(db_url: str, assignment: str, notebook_id: str) -> dict[str, Any]:
+        """grade_id -> the instructor's test and locked cells, from the gradebook (hidden tests included)."""
+        from nbgrader.api import Gradebook
+
+        cells: dict[str, Any] = {}
+        with Gradebook(db_url) as gb:
+            notebook = gb.find_notebook(notebook_id, assignment)
+            points = {g.name: g.max_score for g in notebook.grade_cells if g.cell_type == "code"}
+            for source in notebook.source_cells:
+                if source.cell_type != "code" or not (source.locked or source.name in points):
+                    continue
+                meta = {"grade_id": source.name, "locked": bool(source.locked), "grade": source.name in points,
+                        "points": points.get(source.name, 0), "solution": False}
+                cells[source.name] = new_code_cell(source.source, metadata={"nbgrader": meta})
+        return cells
+
+    def _hide(self, db_url: str) -> list[Path]:
+        root = self._course_root()
+        hide = [root] if root else []
+        db_path = str(db_url).removeprefix("sqlite:///")
+        if db_path and db_path != db_url:
+            hide.append(Path(db_path).resolve().parent)
+        return sorted(set(hide))
+
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        from . import runner
+
+        info = resources["nbgrader"]
+        name = f"{info['student']}/{info['assignment']}/{info['notebook']}"
+        hide = self._hide(info["db_url"])
+        key = (info["student"], info["assignment"], info["notebook"])
+        future = _CLASSROOM.ahead(self, info, hide) if self.parallel else None
+        if future is not None and key in _CLASSROOM.futures:
+            result = _CLASSROOM.futures.pop(key).result()
+        else:
+            cells = runner.cells_to_run(nb, self._trusted_cells(info["db_url"], info["assignment"], info["notebook"]))
+            result = runner.grade_cells(name, cells, "the gradebook", self.timeout, self.allow_unsandboxed, hide,
+                                        _CLASSROOM.pool)
+        _write_verdicts(nb, result)
+        if result.problem or result.restored:
+            self.log.warning("%s: %s", name, "; ".join(filter(None, [result.problem, *(
+                ["restored " + ", ".join(result.restored)] if result.restored else [])])))
+        self.log.info("%s: %g/%g points (trusted grading, %.1f s)", name, result.score, result.max_score, result.seconds)
+        return nb, resources
+
+
+def _write_verdicts(nb: Any, result: Any) -> None:
+    """Each graded test cell's output becomes its verdict; nbgrader scores error outputs 0."""
+    verdicts = {c.grade_id: c for c in result.cells}
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type != "code":
+            continue
+        cell.outputs = []
+        verdict = verdicts.get(meta.get("grade_id")) if meta.get("grade") and not meta.get("solution") else None
+        if verdict is None:
+            continue
+        if verdict.status == "passed":
+            cell.outputs.append(new_output("stream", name="stdout", text=verdict.message + "\n"))
+        else:
+            message = verdict.message if verdict.status == "failed" else f"not checked: {verdict.message}"
+            cell.outputs.append(new_output("error", ename="AssertionError", evalue=message,
+                                           traceback=["AssertionError: " + message]))
+
+
+class _Classroom:
+    """The class being autograded: one pool of sandboxed workers, every submission graded ahead of nbgrader."""
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+        self.futures: dict[tuple[str, str, str], Future] = {}
+        self.started: set[str] = set()
+        self.lock = threading.Lock()
+        self.executor: ThreadPoolExecutor | None = None
+
+    def ahead(self, plugin: TrustedExecute, info: dict[str, Any], hide: list[Path]) -> Future | None:
+        """On the first notebook of an assignment, start grading every submission of it in the pool."""
+        from . import runner, sandbox
+        from .pool import Pool
+
+        with self.lock:
+            if self.pool is None:
+                ok, why = sandbox.available()
+                if not ok:
+                    if not plugin.allow_unsandboxed:
+                        raise runner.SandboxRefused(f"refusing to autograde without a sandbox: {why}. Set "
+                                                    "c.TrustedExecute.allow_unsandboxed = True only for trusted code.")
+                    return None
+                self.pool = Pool(hide=hide)
+                self.executor = ThreadPoolExecutor(max_workers=self.pool.size)
+                atexit.register(self.close)
+            assignment = info["assignment"]
+            if assignment in self.started:
+                return self.futures.get((info["student"], assignment, info["notebook"]))
+            self.started.add(assignment)
+            coursedir = plugin._coursedir()
+            root = plugin._course_root()
+            if coursedir is None or root is None:
+                return None
+            import glob
+
+            trusted: dict[str, dict[str, Any]] = {}
+            pattern = coursedir.format_path(coursedir.submitted_directory, coursedir.student_id, assignment)
+            for folder in sorted(glob.glob(pattern)):
+                student = Path(folder).parent.name
+                for path in sorted(Path(folder).glob("*.ipynb")):
+                    notebook_id = path.stem
+                    if notebook_id not in trusted:
+                        try:
+                            trusted[notebook_id] = plugin._trusted_cells(info["db_url"], assignment, notebook_id)
+                        except Exception:
+                            continue  # not a notebook of this assignment: nbgrader will say so
+                    submitted = nbformat.read(str(path), as_version=4)
+                    cells = runner.cells_to_run(submitted, trusted[notebook_id])
+                    assert self.executor is not None
+                    self.futures[(student, assignment, notebook_id)] = self.executor.submit(
+                        runner.grade_cells, f"{student}/{assignment}/{notebook_id}", cells, "the gradebook",
+                        plugin.timeout, False, hide, self.pool)
+            return self.futures.get((info["student"], assignment, info["notebook"]))
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(cancel_futures=True)
+        if self.pool is not None:
+            self.pool.close()
+
+
+_CLASSROOM = _Classroom()

@@ -1,27 +1,35 @@
-"""Run a notebook's code in a separate Python process and score its graded cells.
+"""Grade a notebook the trusted way: student code in a sandbox, verdicts in this process.
 
-The parent reads the notebook, restores the instructor's test and locked cells
-(from the solutions notebook, by grade_id, as nbgrader does), and starts a
-child ``python -m grader.runner`` that executes the cells in order in an
-IPython shell. The child reports each cell as one JSON line in a results file,
-flushed before the next cell starts, so that a crash, ``os._exit`` or a timeout
-keeps every result reported before it.
+1. The plan: the notebook's code cells in order, with the instructor's test cells (restored by
+   grade_id, hidden parts included) replaced by the check calls parsed from them (``grader.testcells``).
+   Test cells deleted or renamed in the submission are still checked, at the end.
+2. ``grader.child`` runs the plan under bubblewrap (``grader.sandbox``): it executes the student's cells
+   and, where a test cell stood, records observations of the function under test. Each result is
+   flushed at once, so a crash, ``os._exit``, a kill by a limit or a timeout keeps what came before.
+3. Here, outside the sandbox, each check call's observations are judged against PyTorch's references
+   (``grader.checks.judge`` / ``grader.basics.judge``). A test cell passes when all its calls pass.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import nbformat
+
+from . import sandbox, testcells, wire
+from .diagnosis import CheckFailed
+
+if TYPE_CHECKING:
+    from .pool import Pool
 
 DEFAULT_TIMEOUT = 300.0  # seconds for a whole notebook
 OUTPUT_LIMIT = 1_000_000  # bytes of the child's stdout/stderr kept (the rest is dropped, not buffered)
@@ -29,11 +37,12 @@ OUTPUT_LIMIT = 1_000_000  # bytes of the child's stdout/stderr kept (the rest is
 
 @dataclass
 class Cell:
-    index: int
+    index: int  # position in the submission (-1: a test cell missing from it)
     source: str
     grade_id: str = ""
     points: float = 0.0
     graded: bool = False
+    calls: list[testcells.CheckCall] = field(default_factory=list)
 
 
 @dataclass
@@ -51,6 +60,7 @@ class NotebookResult:
     tests_from: str
     cells: list[CellResult] = field(default_factory=list)
     problem: str = ""  # why grading stopped early, if it did
+    restored: list[str] = field(default_factory=list)  # what the notebook had patched (put back before observing)
     seconds: float = 0.0
 
     @property
@@ -74,6 +84,7 @@ class NotebookResult:
             "score": self.score,
             "max_score": self.max_score,
             "problem": self.problem,
+            "restored": self.restored,
             "seconds": round(self.seconds, 2),
             "exercises": {
                 name: {
@@ -95,15 +106,17 @@ def _nbgrader(cell: Any) -> dict[str, Any]:
     return dict(cell.get("metadata", {}).get("nbgrader", {}))
 
 
-def cells_to_run(notebook: Any, instructor: Any | None) -> list[Cell]:
-    """The code cells in order; graded and locked cells replaced by the instructor's version when given."""
-    trusted: dict[str, Any] = {}
-    if instructor is not None:
-        trusted = {
-            _nbgrader(c)["grade_id"]: c
-            for c in instructor.cells
-            if c.cell_type == "code" and _nbgrader(c).get("grade_id") and (_nbgrader(c).get("grade") or _nbgrader(c).get("locked"))
-        }
+def instructor_cells(instructor: Any) -> dict[str, Any]:
+    """grade_id -> the instructor's cell, for test cells and locked cells (what a student may not change)."""
+    return {
+        _nbgrader(c)["grade_id"]: c
+        for c in instructor.cells
+        if c.cell_type == "code" and _nbgrader(c).get("grade_id") and (_nbgrader(c).get("grade") or _nbgrader(c).get("locked"))
+    }
+
+
+def cells_to_run(notebook: Any, trusted: dict[str, Any]) -> list[Cell]:
+    """The code cells in order, test and locked cells as the instructor wrote them; missing test cells last."""
     cells: list[Cell] = []
     seen: set[str] = set()
     for index, cell in enumerate(notebook.cells):
@@ -112,17 +125,22 @@ def cells_to_run(notebook: Any, instructor: Any | None) -> list[Cell]:
         meta = _nbgrader(cell)
         grade_id = meta.get("grade_id", "")
         source = cell.source
-        if grade_id in trusted:
+        if grade_id in trusted and grade_id not in seen:
             meta, source = _nbgrader(trusted[grade_id]), trusted[grade_id].source
             seen.add(grade_id)
-        graded = bool(meta.get("grade"))
-        cells.append(Cell(index, source, grade_id, float(meta.get("points", 0) or 0), graded))
-    # A graded cell deleted from the submission still counts, with 0 points (it cannot have passed).
-    for grade_id, cell in trusted.items():
+        elif meta.get("grade"):
+            meta = {}  # a test cell the instructor does not know (renamed or copied): just code
+        cells.append(_cell(index, source, grade_id, meta))
+    for grade_id, cell in trusted.items():  # deleted or renamed test cells are still checked
         if grade_id not in seen and _nbgrader(cell).get("grade"):
-            cells.append(Cell(-1, "raise AssertionError('this test cell was deleted from the notebook')", grade_id,
-                              float(_nbgrader(cell).get("points", 0) or 0), True))
+            cells.append(_cell(-1, cell.source, grade_id, _nbgrader(cell)))
     return cells
+
+
+def _cell(index: int, source: str, grade_id: str, meta: dict[str, Any]) -> Cell:
+    graded = bool(meta.get("grade")) and not meta.get("solution")
+    calls = testcells.parse(source, grade_id) if graded else []
+    return Cell(index, source, grade_id, float(meta.get("points", 0) or 0), graded, calls)
 
 
 def find_instructor_notebook(path: Path) -> Path | None:
@@ -136,106 +154,170 @@ def find_instructor_notebook(path: Path) -> Path | None:
     return None
 
 
-def grade_notebook(path: Path, instructor_path: Path | None = None, timeout: float = DEFAULT_TIMEOUT) -> NotebookResult:
-    """Execute ``path`` in a child process and score its graded cells."""
-    started = time.monotonic()
+class SandboxRefused(RuntimeError):
+    """Untrusted code would run without a sandbox and the instructor did not allow it."""
+
+
+def grade_notebook(path: Path, instructor_path: Path | None = None, timeout: float = DEFAULT_TIMEOUT,
+                   allow_unsandboxed: bool = False, hide: list[Path] | None = None) -> NotebookResult:
+    """Grade ``path``: its code runs in the sandbox, its checks are judged here."""
     notebook = nbformat.read(str(path), as_version=4)
-    instructor = nbformat.read(str(instructor_path), as_version=4) if instructor_path else None
-    cells = cells_to_run(notebook, instructor)
-    result = NotebookResult(str(path), str(instructor_path) if instructor_path else "the notebook's own test cells")
-    reported, problem = _execute(cells, path.resolve().parent, timeout)
+    instructor = nbformat.read(str(instructor_path), as_version=4) if instructor_path else notebook
+    tests_from = str(instructor_path) if instructor_path else "the notebook's own test cells"
+    return grade_cells(str(path), cells_to_run(notebook, instructor_cells(instructor)), tests_from, timeout,
+                       allow_unsandboxed, hide or _course_roots(path, instructor_path))
+
+
+def _course_roots(*paths: Path | None) -> list[Path]:
+    """What the sandbox hides: the folders holding the notebook and the instructor's solutions."""
+    roots = []
+    for p in paths:
+        if p is not None:
+            folder = p.resolve().parent
+            roots.append(folder.parent if folder.parent != folder.parent.parent else folder)
+    return sorted(set(roots))
+
+
+def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = DEFAULT_TIMEOUT,
+                allow_unsandboxed: bool = False, hide: list[Path] = (),  # type: ignore[assignment]
+                pool: "Pool | None" = None) -> NotebookResult:
+    """Grade prepared cells: in ``pool`` if given (fast), else in a sandbox of their own."""
+    started = time.monotonic()
+    result = NotebookResult(name, tests_from)
+    reported, problem, restored = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
     for cell in cells:
         if not cell.graded:
             continue
-        outcome = reported.get(cell.index)
-        if outcome is None:
+        entry = reported.get(cell.index if cell.index >= 0 else ("missing", cell.grade_id))
+        if entry is None:
             result.cells.append(CellResult(cell.grade_id, 0.0, cell.points, "not run", problem or "not reached"))
-        elif outcome["ok"]:
-            result.cells.append(CellResult(cell.grade_id, cell.points, cell.points, "passed"))
-        else:
-            result.cells.append(CellResult(cell.grade_id, 0.0, cell.points, "failed", outcome["error"]))
+            continue
+        ok, message = _judge_cell(cell, entry)
+        result.cells.append(CellResult(cell.grade_id, cell.points if ok else 0.0, cell.points,
+                                       "passed" if ok else "failed", message))
     result.problem = problem
+    result.restored = restored
     result.seconds = time.monotonic() - started
     return result
 
 
-def _execute(cells: list[Cell], workdir: Path, timeout: float) -> tuple[dict[int, dict[str, Any]], str]:
-    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
-        plan = Path(tmp) / "cells.json"
-        results = Path(tmp) / "results.jsonl"
-        plan.write_text(json.dumps([asdict(c) for c in cells]), encoding="utf-8")
-        env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore"}
-        with open(Path(tmp) / "output.txt", "wb") as output:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "grader.runner", str(plan), str(results)],
-                cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: a timeout kills everything it started
-            )
-            problem = ""
-            try:
-                code = child.wait(timeout=timeout)
-                if code != 0:
-                    problem = f"the notebook's process ended early (exit code {code}) while running its code"
-            except subprocess.TimeoutExpired:
-                problem = f"the notebook did not finish within {timeout:.0f} s (an endless loop?); it was stopped"
-            finally:
-                try:
-                    os.killpg(child.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-                child.wait()
-        reported: dict[int, dict[str, Any]] = {}
-        running = None
-        if results.exists():
-            for line in results.read_text(encoding="utf-8", errors="replace").splitlines():
-                try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if entry.get("event") == "start":
-                    running = entry["index"]
-                else:
-                    reported[entry["index"]] = entry
-                    running = None
-        if problem and running is not None:
-            where = next((c for c in cells if c.index == running), None)
-            label = f"cell {where.grade_id or where.index}" if where else "a cell"
-            problem += f" in {label}"
-        return reported, problem
+def _judge_cell(cell: Cell, entry: dict[str, Any]) -> tuple[bool, str]:
+    """All check calls of a test cell must pass; the first failure's message is the cell's."""
+    from . import basics, checks
+    from .exercises import get
+
+    calls = entry.get("calls")
+    if not isinstance(calls, list) or len(calls) != len(cell.calls):
+        return False, "the notebook's process did not report this check (was it tampered with?)"
+    summaries = []
+    for call, answer in zip(cell.calls, calls):
+        if not isinstance(answer, dict) or "observations" not in answer:
+            error = answer.get("error") if isinstance(answer, dict) else "no answer"
+            return False, f"✗ could not check `{call.entry}`: {error}"
+        try:
+            observations = wire.decode(answer["observations"])
+            if call.module == "checks":
+                kwargs = dict(call.kwargs)
+                ex = get(kwargs.pop("exercise"))
+                probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)))
+                summaries.append("✓ " + checks.judge(call.check, ex.id, probes, observations))
+            else:
+                summaries.append("✓ " + basics.judge(call.check, observations, **call.kwargs))
+        except CheckFailed as failure:
+            return False, str(failure).strip()
+        except AssertionError as failure:
+            return False, str(failure).strip()
+        except (wire.WireError, KeyError, TypeError, ValueError) as exc:
+            return False, f"✗ the observations of `{call.entry}` could not be read ({exc}); the check fails"
+        except Exception as exc:  # a bug of ours must fail one check, not the whole class's grading
+            return False, f"✗ the grader could not judge `{call.entry}` ({type(exc).__name__}: {exc}); tell your instructor"
+    return True, "\n".join(summaries)
 
 
-# --- the child -------------------------------------------------------------------------------------
+def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: list[Path],
+             pool: "Pool | None" = None) -> tuple[dict[Any, dict[str, Any]], str, list[str]]:
+    ok, why = (True, "") if pool is not None else sandbox.available()
+    if not ok and not allow_unsandboxed:
+        raise SandboxRefused(f"refusing to run student code without a sandbox: {why}. "
+                             "Fix that, or pass --allow-unsandboxed (only for code you trust).")
+    plan = []
+    for cell in cells:
+        key = cell.index if cell.index >= 0 else len(cells) + len(plan)
+        if cell.graded:
+            plan.append({"kind": "test", "index": key, "grade_id": cell.grade_id, "calls": [c.as_dict() for c in cell.calls]})
+        else:
+            plan.append({"kind": "code", "index": key, "source": cell.source})
+    keys = {item["index"]: (cell.index if cell.index >= 0 else ("missing", cell.grade_id)) for item, cell in zip(plan, cells)}
+    if pool is not None:
+        data, ended = pool.run(plan, timeout)
+        outcome = sandbox.Outcome(ended.returncode, "", 0.0, ended.stopped, sandbox.Limits(wall_seconds=timeout))
+        return _read_results(data, keys, cells, outcome)
+    scratch = Path(tempfile.mkdtemp(prefix="grader-"))
+    try:
+        (scratch / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+        results = scratch / "results.jsonl"
+        argv = [sys.executable, "-m", "grader.child", str(scratch / "plan.json"), str(results)]
+        env = {"MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore", "GRADER_NO_DRAW": "1", "PYTHONNOUSERSITE": "1"}
+        if ok:
+            outcome = sandbox.run(argv, scratch=scratch, hide=hide, expose=_exposed(), env=env,
+                                  limits=sandbox.Limits(wall_seconds=timeout))
+        else:
+            outcome = _run_unsandboxed(argv, scratch, env, timeout)
+        data = results.read_bytes()[:RESULTS_LIMIT] if results.exists() else b""
+        return _read_results(data, keys, cells, outcome)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _child(plan_path: str, results_path: str) -> None:
-    from IPython.core.interactiveshell import InteractiveShell
-
-    cells = json.loads(Path(plan_path).read_text(encoding="utf-8"))
-    shell = InteractiveShell.instance()
-    with open(results_path, "w", encoding="utf-8") as out:
-
-        def report(entry: dict[str, Any]) -> None:
-            out.write(json.dumps(entry) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-
-        for cell in cells:
-            report({"event": "start", "index": cell["index"]})
-            run = shell.run_cell(cell["source"], store_history=False, silent=False)
-            error = run.error_before_exec or run.error_in_exec
-            report({"event": "done", "index": cell["index"], "ok": error is None, "error": _describe(error)})
+def _exposed() -> list[Path]:
+    """Read-only paths the child needs even inside a hidden course folder: the venv and this package."""
+    return [Path(sys.prefix), Path(__file__).resolve().parent]
 
 
-def _describe(error: BaseException | None) -> str:
-    if error is None:
-        return ""
-    if isinstance(error, AssertionError) and str(error).strip():
-        return str(error).strip()
-    from .diagnosis import student_line
+def _run_unsandboxed(argv: list[str], scratch: Path, env: dict[str, str], timeout: float) -> sandbox.Outcome:
+    started = time.monotonic()
+    child = subprocess.Popen(argv, cwd=scratch, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    stopped = ""
+    try:
+        child.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stopped = "timeout"
+    finally:
+        sandbox._kill(child)
+        child.wait()
+    return sandbox.Outcome(child.returncode, "", time.monotonic() - started, stopped, sandbox.Limits(wall_seconds=timeout))
 
-    where = student_line(error)
-    return f"{type(error).__name__}: {error}" + (f"\n  in your code: {where}" if where else "")
+
+RESULTS_LIMIT = 50_000_000  # bytes of results read from the sandbox
 
 
-if __name__ == "__main__":
-    _child(sys.argv[1], sys.argv[2])
+def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
+                  outcome: sandbox.Outcome) -> tuple[dict[Any, dict[str, Any]], str, list[str]]:
+    reported: dict[Any, dict[str, Any]] = {}
+    running = None
+    restored: list[str] = []
+    text = data[:RESULTS_LIMIT].decode("utf-8", errors="replace")
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(entry, dict) or entry.get("index") not in keys:
+            continue
+        key = keys[entry["index"]]
+        if entry.get("event") == "start":
+            running = key
+        elif entry.get("event") == "observed":
+            reported[key] = entry
+            restored += [str(r) for r in entry.get("restored", []) if isinstance(r, str)]
+            running = None
+        elif entry.get("event") == "done":
+            running = None
+    problem = ""
+    if outcome.stopped or outcome.returncode not in (0, None):
+        problem = "the notebook was stopped: " + (outcome.reason or "its process ended early")
+        if running is not None:
+            where = next((c for c in cells if (c.index if c.index >= 0 else ("missing", c.grade_id)) == running), None)
+            problem += f" while running cell {where.grade_id or where.index}" if where else ""
+    return reported, problem, sorted(set(restored))

@@ -44,14 +44,15 @@ class Outcome:
     output: str
     seconds: float
     stopped: str = ""  # "", "timeout", "output", "memory": why the sandbox stopped the program
-    notes: list[str] = field(default_factory=list)
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def reason(self) -> str:
         return {
-            "timeout": "it ran past its time limit and was stopped",
-            "output": "it printed more than the output limit and was stopped",
-            "memory": "it used more memory than allowed and was stopped",
+            "timeout": f"it did not finish within {self.limits.wall_seconds:g} s (an endless loop?)",
+            "output": f"it printed more than {self.limits.output_bytes:,} bytes",
+            "memory": f"it used more than {self.limits.memory_bytes / 2**30:g} GiB of memory",
+            "worker": "the grading worker running it died or stopped answering (killed by the notebook?)",
         }.get(self.stopped, f"its process ended with exit code {self.returncode}" if self.returncode else "")
 
 
@@ -188,7 +189,7 @@ def run(argv: list[str], *, scratch: Path, hide: list[Path] = (), expose: list[P
         stopped = "memory"
     cgroups.remove()
     output = b"".join(chunks).decode("utf-8", errors="replace")
-    return Outcome(process.returncode, output, time.monotonic() - started, stopped)
+    return Outcome(process.returncode, output, time.monotonic() - started, stopped, limits)
 
 
 def _kill(process: subprocess.Popen) -> None:

@@ -1,10 +1,15 @@
 """Unit tests of grader/basics.py: correct answers pass quietly, each known mistake fails with its own message.
 
+The checks are split for trusted grading: ``observe`` runs next to the student's code and records plain data,
+``judge`` decides from those observations alone; forged or malformed observations must never pass.
+
 Fast (no kernels, no nbgrader): every check runs in milliseconds.
 """
 
 from __future__ import annotations
 
+import copy
+import io
 import json
 import re
 import time
@@ -461,3 +466,322 @@ def test_notebook_test_cells_call_existing_checks():
         grade_id = cell["metadata"]["nbgrader"]["grade_id"]
         assert grade_id.split("-")[0] in basics.SECTIONS
         assert "### BEGIN HIDDEN TESTS" in source and "### END HIDDEN TESTS" in source
+
+
+# ----------------------------------------------------------------------------------------------
+# trusted grading: observe (next to the student's code) and judge (trusted process) separately
+
+
+CHECK_NAMES = ["check_vjp", "check_vjp_keeps_grad", "check_mean_gradient", "check_mean_gradient_stale",
+               "check_mean_gradient_copy", "check_second_derivative", "check_second_derivative_general"]
+
+ALL_CASES = [(check, fn, kwargs) for check, fn, kwargs in CORRECT] + [
+    (check, fn, {}) for check, fn, _ in VJP_WRONG + ACC_WRONG + SECOND_WRONG]
+
+PLAIN_SCALARS = (str, int, float, bool, type(None))
+
+
+def _local(check: Callable[..., None], fn: Callable[..., Any], kwargs: dict[str, Any], capsys) -> tuple[bool, str]:
+    """(passed, printed line or failure message) of the public check, run as a test cell runs it."""
+    try:
+        check(fn, **kwargs)
+    except AssertionError as failure:
+        return False, str(failure)
+    out, _ = capsys.readouterr()
+    return True, out
+
+
+def _split(check_name: str, observations: Any, kwargs: dict[str, Any]) -> tuple[bool, str]:
+    try:
+        summary = basics.judge(check_name, observations, **kwargs)
+    except AssertionError as failure:
+        return False, str(failure)
+    return True, "✓ " + summary + "\n"
+
+
+def _walk(value: Any, path: str = "obs") -> None:
+    """Fail unless ``value`` is plain data: dict (str keys) / list / tuple / scalars / plain detached tensors."""
+    assert not callable(value) or isinstance(value, torch.Tensor), f"{path} is callable: {value!r}"
+    if isinstance(value, dict):
+        assert type(value) is dict, path
+        for key, item in value.items():
+            assert type(key) is str, f"{path} has a non-str key {key!r}"
+            _walk(item, f"{path}[{key!r}]")
+    elif isinstance(value, (list, tuple)):
+        assert type(value) in (list, tuple), path
+        for k, item in enumerate(value):
+            _walk(item, f"{path}[{k}]")
+    elif isinstance(value, torch.Tensor):
+        assert type(value) is torch.Tensor, f"{path} is a {type(value).__name__}, not a plain tensor"
+        assert not value.requires_grad and value.grad_fn is None and value.grad is None, path
+        assert value._base is None and value.device.type == "cpu" and value.layout == torch.strided, path
+    else:
+        assert type(value) in PLAIN_SCALARS, f"{path} is a {type(value).__name__}"
+
+
+def _same_data(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype
+                and a.shape == b.shape and torch.equal(a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_data(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same_data(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def test_registry_lists_every_public_check():
+    assert list(basics.CHECKS) == CHECK_NAMES
+    for name in CHECK_NAMES:
+        assert callable(getattr(basics, name)) and name in basics.__all__
+        assert basics.CHECKS[name].exercise in basics.SECTIONS
+    assert {"observe", "judge", "CHECKS"} <= set(basics.__all__)
+    with pytest.raises(ValueError):
+        basics.observe("check_nothing", vjp_ok)
+    with pytest.raises(ValueError):
+        basics.judge("check_nothing", [])
+    with pytest.raises(TypeError):
+        basics.observe("check_vjp", vjp_ok, n_batches=3)  # check_vjp has no batches
+
+
+@pytest.mark.parametrize("check, fn, kwargs", ALL_CASES, ids=_ids)
+def test_judge_of_observations_equals_the_local_check(check, fn, kwargs, capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        expected = _local(check, fn, kwargs, capsys)
+        observations = basics.observe(check.__name__, fn, **kwargs)
+        # what crosses from the sandbox to the trusted process is a copy, never the observer's objects
+        judged = _split(check.__name__, copy.deepcopy(observations), kwargs)
+    assert judged == expected
+    out, err = capsys.readouterr()
+    assert out == "" and err == "", "observe and judge print nothing, the check prints the ✓ line"
+
+
+@pytest.mark.parametrize("check, fn, kwargs", ALL_CASES, ids=_ids)
+def test_observations_are_plain_data(check, fn, kwargs):
+    observations = basics.observe(check.__name__, fn, **kwargs)
+    assert type(observations) is list and len(observations) > 0
+    _walk(observations)
+    assert _same_data(copy.deepcopy(observations), observations)
+    # the strictest loader PyTorch has (no code, only containers, scalars and tensors) reads them back
+    buffer = io.BytesIO()
+    torch.save(observations, buffer)
+    buffer.seek(0)
+    assert _same_data(torch.load(buffer, weights_only=True), observations)
+    for k, obs in enumerate(observations):
+        assert obs["check"] == check.__name__ and obs["probe"] == k
+        assert "verdict" not in obs and "passed" not in obs
+
+
+def test_observations_record_the_facts_the_judge_needs():
+    # an error is recorded as data (type, message, student line), not raised
+    (obs, *_) = basics.observe("check_vjp", vjp_no_grad_outputs)
+    assert obs["error"]["type"] == "RuntimeError" and obs["error"]["not_implemented"] is False
+    assert "only for scalar outputs" in obs["error"]["message"] and obs["error"]["code"].startswith("line ")
+    assert basics.observe("check_vjp", stub_nbgrader)[0]["error"]["not_implemented"] is True
+
+    # x.grad before/after the call
+    keeps = basics.observe("check_vjp_keeps_grad", vjp_ok_backward_copy)
+    assert keeps[0]["x_grad_before"] is None and isinstance(keeps[0]["x_grad_after"], torch.Tensor)
+    assert isinstance(keeps[1]["x_grad_before"], torch.Tensor)  # odd probes start with a stale gradient
+    clean = basics.observe("check_vjp_keeps_grad", vjp_ok)
+    assert all(_same_data(o["x_grad_before"], o["x_grad_after"]) for o in clean)
+
+    # forward/backward order per batch
+    (ok, *_) = basics.observe("check_mean_gradient", acc_ok)
+    assert ok["events"] == [[kind, k] for k in range(4) for kind in ("forward", "backward")]
+    (one, *_) = basics.observe("check_mean_gradient", acc_one_backward)
+    assert one["events"][:4] == [["forward", k] for k in range(4)]
+
+    # stale w.grad on entry, and whether the result is w.grad itself
+    stale = basics.observe("check_mean_gradient_stale", acc_keeps_stale)
+    assert all(isinstance(o["w_grad_before"], torch.Tensor) for o in stale)
+    (alias, *_) = basics.observe("check_mean_gradient_copy", acc_alias)
+    assert alias["aliases_w_grad"] is True and bool(torch.all(alias["value_after_zeroing_w_grad"] == 0))
+    (view, *_) = basics.observe("check_mean_gradient_copy", acc_alias_view)
+    assert view["aliases_w_grad"] is False and not torch.equal(view["value_after_zeroing_w_grad"],
+                                                              view["result"]["value"])
+    (copied, *_) = basics.observe("check_mean_gradient_copy", acc_ok)
+    assert copied["aliases_w_grad"] is False
+    assert torch.equal(copied["value_after_zeroing_w_grad"], copied["result"]["value"])
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no message for you")
+
+
+class _SneakyTensor(torch.Tensor):
+    pass
+
+
+def raises_unprintable(*args):
+    raise _Unprintable()
+
+
+def warns_and_returns_subclass(f, x, v):
+    warnings.warn("a student's warning")
+    return vjp_ok(f, x, v).as_subclass(_SneakyTensor)
+
+
+def test_observe_survives_odd_student_code_and_swallows_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in CHECK_NAMES:
+            observations = basics.observe(name, raises_unprintable)
+            _walk(observations)
+            assert all(o["error"]["type"] == "_Unprintable" for o in observations)
+            with pytest.raises(AssertionError, match="raised an error"):
+                basics.judge(name, observations)
+        observations = basics.observe("check_vjp", warns_and_returns_subclass)
+    _walk(observations)  # the subclass was turned into a plain tensor
+    assert basics.judge("check_vjp", observations).startswith("vjp: matches")
+
+
+# --- forged and malformed observations: they may fail in many ways, they never pass
+
+
+def _good(name: str) -> list[dict[str, Any]]:
+    fn = {"vjp": vjp_ok, "accumulate": acc_ok, "secondderiv": second_ok}[basics.CHECKS[name].exercise]
+    observations = basics.observe(name, fn)
+    basics.judge(name, copy.deepcopy(observations))  # the unforged observations pass
+    return observations
+
+
+def _assert_rejected(name: str, observations: Any, fragment: str = "") -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(AssertionError) as info:
+            basics.judge(name, observations)
+    message = str(info.value)
+    _assert_message_shape(message)
+    assert fragment in message, f"{fragment!r} not in:\n{message}"
+    assert info.value.__context__ is None
+    return message
+
+
+@pytest.mark.parametrize("name", CHECK_NAMES)
+def test_forged_observation_lists_fail(name):
+    good = _good(name)
+    _assert_rejected(name, [], "malformed observations: expected")
+    _assert_rejected(name, None, "malformed")
+    _assert_rejected(name, {"0": good[0]}, "malformed")
+    _assert_rejected(name, "all good", "malformed")
+    _assert_rejected(name, good[:-1], "malformed")
+    _assert_rejected(name, good + [good[-1]], "malformed")
+    _assert_rejected(name, [None] * len(good), "malformed")
+    _assert_rejected(name, [{}] * len(good), "malformed")
+    _assert_rejected(name, [{"check": name, "probe": k} for k in range(len(good))], "malformed")
+    _assert_rejected(name, list(reversed(good)), "malformed")  # probes in the wrong order
+    other = "check_vjp" if name != "check_vjp" else "check_vjp_keeps_grad"
+    _assert_rejected(name, [{**o, "check": other} for o in good], "malformed")
+    _assert_rejected(name, [{**o, "probe": True} if k == 1 else o for k, o in enumerate(good)], "malformed")
+    _assert_rejected(name, [{**o, "observer_error": "boom"} for o in good], "the observer itself failed")
+
+
+_BAD_VALUES = [
+    ("a string", "forged"),
+    ("a number", 1.5),
+    ("a list of floats", [0.0, 0.0, 0.0]),
+    ("a dict", {"kind": "tensor"}),
+    ("a tensor subclass", torch.zeros(3, dtype=torch.float64).as_subclass(_SneakyTensor)),
+    ("a callable", lambda *a: None),
+]
+
+
+@pytest.mark.parametrize("name", CHECK_NAMES)
+def test_every_field_missing_or_of_the_wrong_type_fails(name):
+    good = _good(name)
+    keys = sorted(good[0])
+    assert {"check", "probe", "result"} <= set(keys)
+    for k in range(len(good)):
+        for key in keys:
+            forged = copy.deepcopy(good)
+            del forged[k][key]
+            _assert_rejected(name, forged, "malformed")
+            for what, bad in _BAD_VALUES:
+                forged = copy.deepcopy(good)
+                forged[k][key] = bad
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")
+                    with pytest.raises(AssertionError):
+                        basics.judge(name, forged)
+                        pytest.fail(f"{name}: {key} = {what} in observation {k} passed")
+        for key in sorted(good[k]["result"]):
+            forged = copy.deepcopy(good)
+            del forged[k]["result"][key]
+            _assert_rejected(name, forged, "malformed")
+            forged[k]["result"] = {**good[k]["result"], key: "forged"}
+            _assert_rejected(name, forged)
+
+
+@pytest.mark.parametrize("name", CHECK_NAMES)
+def test_tensors_of_the_wrong_shape_or_values_fail(name):
+    good = _good(name)
+    for key in [k for k, v in good[0].items() if isinstance(v, torch.Tensor)] + ["result"]:
+        for bad in (torch.zeros(7, dtype=torch.float64), torch.zeros((), dtype=torch.float64),
+                    torch.full((2, 2, 2), float("nan"), dtype=torch.float64)):
+            forged = copy.deepcopy(good)
+            if key == "result":
+                forged[0]["result"]["value"] = bad
+            else:
+                forged[0][key] = bad
+            _assert_rejected(name, forged)
+    forged = copy.deepcopy(good)
+    forged[-1]["result"]["value"] = forged[-1]["result"]["value"] + 1.0
+    _assert_rejected(name, forged, "is wrong for")
+    forged[-1]["result"]["value"] = forged[-1]["result"]["value"].to_sparse()
+    _assert_rejected(name, forged, "malformed")
+    # observations made with other probes (another seed) do not pass for these probes
+    _assert_rejected(name, basics.observe(name, {"vjp": vjp_ok, "accumulate": acc_ok, "secondderiv": second_ok}[
+        basics.CHECKS[name].exercise], seed=1))
+
+
+def test_forged_facts_are_judged_not_trusted():
+    # a forged error record fails, whatever else the observation claims
+    forged = _good("check_vjp")
+    forged[0]["error"] = {"type": "RuntimeError", "not_implemented": False, "message": "x", "code": None}
+    _assert_rejected("check_vjp", forged, "raised an error")
+    forged[0]["error"] = {"type": "RuntimeError"}
+    _assert_rejected("check_vjp", forged, "malformed")
+    forged[0]["error"] = "RuntimeError"
+    _assert_rejected("check_vjp", forged, "malformed")
+
+    # the gradient the grader set before the call must be reported as it was set
+    forged = _good("check_vjp_keeps_grad")
+    forged[1]["x_grad_before"] = forged[1]["x_grad_after"] = torch.zeros_like(forged[1]["x_after"])
+    _assert_rejected("check_vjp_keeps_grad", forged, "malformed")
+    forged = _good("check_second_derivative_general")
+    forged[0]["x_grad_after"] = torch.zeros_like(forged[0]["x_after"])
+    _assert_rejected("check_second_derivative_general", forged, "changed x.grad")
+
+    # events: missing backward, wrong order, or not events at all
+    for events, fragment in (([], "never backpropagated"), ([["forward", k] for k in range(4)], "never backpropagated"),
+                             ([["forward", 0], ["forward", 1], ["backward", 0], ["backward", 1], ["forward", 2],
+                               ["backward", 2], ["forward", 3], ["backward", 3]], "kept several batch graphs"),
+                             ([["forward", "0"]], "malformed"), ([["sideways", 0]], "malformed"),
+                             ([("forward", 0, 1)], "malformed"), ("forward", "malformed")):
+        forged = _good("check_mean_gradient")
+        forged[0]["events"] = events
+        _assert_rejected("check_mean_gradient", forged, fragment)
+
+    # aliasing of w.grad and w itself
+    forged = _good("check_mean_gradient_copy")
+    forged[0]["aliases_w_grad"] = True
+    _assert_rejected("check_mean_gradient_copy", forged, "returned w.grad itself")
+    forged = _good("check_mean_gradient_copy")
+    forged[0]["aliases_w_grad"] = 0
+    _assert_rejected("check_mean_gradient_copy", forged, "malformed")
+    forged = _good("check_mean_gradient_copy")
+    forged[0]["value_after_zeroing_w_grad"] = None
+    _assert_rejected("check_mean_gradient_copy", forged, "malformed")
+    forged = _good("check_mean_gradient")
+    forged[0]["w_requires_grad"] = False
+    _assert_rejected("check_mean_gradient", forged, "changed w itself")
+    forged[0]["w_requires_grad"] = "yes"
+    _assert_rejected("check_mean_gradient", forged, "malformed")
+
+    # a result kind the observer never produces
+    forged = _good("check_second_derivative")
+    forged[0]["result"] = {"kind": "trust me"}
+    _assert_rejected("check_second_derivative", forged, "malformed")

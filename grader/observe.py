@@ -1,0 +1,309 @@
+"""The student side of every check: run the student's Function on probes and record what it did.
+
+Observations are plain data (dicts, lists, strings, numbers, tensors): what forward returned, which
+Function made it, what backward returned raw and through the engine, the second derivatives, what
+sits on ctx. They contain no verdict. ``grader.checks`` judges them against PyTorch's references,
+either in the same process (a student's self-check) or in the trusted grader, after the
+observations crossed from the sandbox as JSON (``grader.wire``). Code here runs next to student
+code, so it decides nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from typing import Any, Callable, Sequence
+
+import torch
+from torch.autograd.gradcheck import GradcheckError
+
+from . import diagnosis as dx
+from .exercises import Exercise, Probe, _values
+
+Obs = dict[str, Any]
+
+
+def grad_output(shape: Sequence[int], seed: int) -> torch.Tensor:
+    """The grad_output (v) every check uses for a probe; the judge rebuilds the same one."""
+    return _values(tuple(shape), seed + 7)
+
+
+def second_vectors(shapes: Sequence[Sequence[int]], seed: int) -> list[torch.Tensor]:
+    """The vectors (u) that second-derivative checks contract the gradients with."""
+    return [_values(tuple(s), seed + 13 + k) for k, s in enumerate(shapes)]
+
+
+def error_info(exc: BaseException, stage: str) -> Obs:
+    mistake, fields = dx.from_exception(exc, stage=stage)
+    function = ""
+    if mistake == "not_implemented":
+        function = raising_function(exc)
+    return {"mistake": mistake, "fields": {k: str(v) for k, v in fields.items()}, "code": dx.student_line(exc),
+            "function": function, "type": type(exc).__name__, "message": dx._short(str(exc))}
+
+
+def raising_function(exc: BaseException) -> str:
+    import traceback
+
+    for frame, _ in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        if not frame.f_code.co_filename.startswith((dx.GRADER_DIR, dx.TORCH_DIR)):
+            return getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+    return ""
+
+
+def custom_nodes(tensor: torch.Tensor, limit: int = 200) -> list[Any]:
+    """Graph nodes created by custom autograd.Functions outside torch, breadth first from ``tensor.grad_fn``."""
+    found, queue, seen = [], [tensor.grad_fn], 0
+    while queue and seen < limit:
+        node = queue.pop(0)
+        seen += 1
+        if node is None:
+            continue
+        cls = getattr(type(node), "_forward_cls", None)
+        if cls is not None and not cls.__module__.startswith("torch"):
+            found.append(node)
+        queue.extend(next_node for next_node, _ in node.next_functions)
+    return found
+
+
+def find_node(tensor: torch.Tensor, class_names: Sequence[str], strict: bool = False) -> Any:
+    """The node of the Function named in ``class_names``; else (unless ``strict``) the first custom Function's
+    node (a variant may be named differently, as the notebook's SinhBad); None if there is none."""
+    if tensor.grad_fn is None:
+        return None
+    nodes = custom_nodes(tensor)
+    named = [n for n in nodes if type(n)._forward_cls.__name__ in class_names]
+    return (named or ([] if strict else nodes) or [None])[0]
+
+
+def node_class(node: Any) -> type:
+    return type(node)._forward_cls
+
+
+def detached(value: Any) -> Any:
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+def _grads(values: Sequence[Any]) -> list[Any]:
+    """Gradients as data: tensors (detached), None, or the name of whatever else was returned."""
+    return [detached(g) if isinstance(g, torch.Tensor) or g is None else {"other": type(g).__name__} for g in values]
+
+
+# --- one call of the student's function --------------------------------------------------------------
+
+
+def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple[Obs, torch.Tensor | None, Any]:
+    """Call fn; return (observation, output tensor or None, custom Function node or None)."""
+    try:
+        out = fn(*inputs)
+    except Exception as exc:
+        return {"error": error_info(exc, "running forward")}, None, None
+    if not isinstance(out, torch.Tensor):
+        return {"type": type(out).__name__, "name": getattr(fn, "__name__", "your function")}, None, None
+    obs: Obs = {"type": "Tensor", "value": detached(out), "has_graph": out.grad_fn is not None}
+    node = find_node(out, ex.classes) if out.grad_fn is not None else None
+    obs["node"] = node_class(node).__name__ if node is not None else None
+    obs["found"] = type(out.grad_fn).__name__ if out.grad_fn is not None else None
+    if node is not None:
+        obs["ctx_attrs"] = dx.tensor_attributes(node)
+    return obs, out, node
+
+
+def _usable(obs: Obs) -> bool:
+    return "error" not in obs and obs.get("type") == "Tensor" and obs.get("has_graph") and obs.get("node") is not None
+
+
+def _differentiable(inputs: tuple[Any, ...]) -> list[torch.Tensor]:
+    return [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
+
+
+def _tensor_closure(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> Callable[..., torch.Tensor]:
+    positions = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.requires_grad]
+
+    def closure(*tensors: torch.Tensor) -> torch.Tensor:
+        args = list(inputs)
+        for i, t in zip(positions, tensors):
+            args[i] = t
+        return fn(*args)
+
+    return closure
+
+
+def raw_backward(probe: Probe, out: torch.Tensor, node: Any, v: torch.Tensor) -> Obs:
+    """Call the student's backward directly, before the engine sums or casts what it returns."""
+    cls = node_class(node)
+    try:
+        outputs = cls.apply(*probe.fresh())  # to learn how many outputs the Function has
+    except Exception as exc:
+        return {"error": error_info(exc, "running forward")}
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    grads: list[Any] = [torch.zeros_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
+    grads[out.output_nr if out.grad_fn is node else 0] = v
+    try:
+        with torch.no_grad():
+            raw = cls.backward(node, *grads)
+    except Exception as exc:
+        return {"error": error_info(exc, f"calling {cls.__name__}.backward")}
+    raw = raw if isinstance(raw, tuple) else (raw,)
+    return {"cls": cls.__name__, "grads": _grads(raw)}
+
+
+def run_gradcheck(fn: Callable[..., Any], inputs: tuple[Any, ...], second: bool) -> Obs:
+    check = torch.autograd.gradgradcheck if second else torch.autograd.gradcheck
+    try:
+        check(_tensor_closure(fn, inputs), tuple(_differentiable(inputs)), raise_exception=True)
+    except GradcheckError as err:
+        return {"ok": False, "detail": dx._short(str(err), 200).rstrip(",") + "."}
+    except Exception as exc:
+        return {"ok": False, "error": error_info(exc, "running gradgradcheck" if second else "running gradcheck")}
+    return {"ok": True}
+
+
+# --- the four checks -------------------------------------------------------------------------------
+
+
+def forward(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
+    return {"forward": call(ex, fn, probe.fresh())[0]}
+
+
+def first_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
+    inputs = probe.fresh()
+    obs, out, node = call(ex, fn, inputs)
+    result: Obs = {"forward": obs}
+    if not _usable(obs):
+        return result
+    assert out is not None
+    v = grad_output(out.shape, probe.seed)
+    result["raw"] = raw_backward(probe, out, node, v)
+    if "error" in result["raw"]:
+        return result
+    try:
+        result["vjp"] = {"grads": _grads(torch.autograd.grad(out, _differentiable(inputs), v, allow_unused=True))}
+    except Exception as exc:
+        result["vjp"] = {"error": error_info(exc, "running your backward")}
+        return result
+    result["gradcheck"] = run_gradcheck(fn, probe.fresh(), second=False)
+    return result
+
+
+def _sinh_extra_outputs_ignored(cls: type, probe: Probe) -> bool:
+    """Sinh's backward must add the gradients of its extra outputs exp(x), exp(-x)."""
+    try:
+        (x,) = probe.fresh()
+        outputs = cls.apply(x)
+        if not isinstance(outputs, tuple) or len(outputs) < 2:
+            return False
+        (g,) = torch.autograd.grad(outputs[1], x, torch.ones_like(outputs[1]), allow_unused=True)
+    except Exception:
+        return False
+    return g is None or bool(torch.all(g == 0))
+
+
+def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
+    inputs = probe.fresh()
+    obs, out, node = call(ex, fn, inputs)
+    result: Obs = {"forward": obs}
+    if not _usable(obs):
+        return result
+    assert out is not None
+    cls = node_class(node)
+    result["backward_source"] = dx.source_of(cls.backward)
+    v = grad_output(out.shape, probe.seed).requires_grad_()
+    diff = _differentiable(inputs)
+    try:
+        grads = torch.autograd.grad(out, diff, v, create_graph=True, allow_unused=True)
+    except Exception as exc:
+        result["first"] = {"error": error_info(exc, "running your backward with create_graph=True")}
+        return result
+    first: Obs = {"grads": _grads(grads), "tracked": [g is not None and g.requires_grad for g in grads]}
+    if ex.backward_classes:
+        backward_nodes = [find_node(g, ex.backward_classes, strict=True) if g is not None else None for g in grads]
+        first["backward_node"] = [node_class(n).__name__ if n is not None else None for n in backward_nodes]
+        first["backward_node_sources"] = [dx.source_of(node_class(n).backward) if n is not None else "" for n in backward_nodes]
+        first["backward_node_ctx_attrs"] = [dx.tensor_attributes(n) if n is not None else [] for n in backward_nodes]
+    result["first"] = first
+    u = second_vectors([x.shape for x in diff], probe.seed)  # a gradient has its input's shape
+    tracked = [(g, uk) for g, uk in zip(grads, u) if g is not None and g.requires_grad]
+    targets = [*diff, v]
+    try:
+        second = (torch.autograd.grad([g for g, _ in tracked], targets, [uk for _, uk in tracked], allow_unused=True)
+                  if tracked else [None] * len(targets))
+    except Exception as exc:
+        result["second"] = {"error": error_info(exc, "differentiating your backward (double backward)")}
+        return result
+    result["second"] = {"grads": _grads(second)}
+    if ex.id == "sinh":
+        result["sinh_extra_outputs_ignored"] = _sinh_extra_outputs_ignored(cls, probe)
+    result["gradgradcheck"] = run_gradcheck(fn, probe.fresh(), second=True)
+    return result
+
+
+def _pattern_observation(ex: Exercise, fn: Callable[..., Any], probe: Probe, pattern: tuple[int, ...]) -> Obs:
+    inputs = tuple(x.detach().clone().requires_grad_(i in pattern) if isinstance(x, torch.Tensor) else x
+                   for i, x in enumerate(probe.inputs))
+    obs, out, node = call(ex, fn, inputs)
+    result: Obs = {"pattern": list(pattern), "forward": obs}
+    if not _usable(obs):
+        return result
+    assert out is not None
+    v = grad_output(out.shape, probe.seed)
+    try:
+        grads = torch.autograd.grad(out, _differentiable(inputs), v, allow_unused=True, retain_graph=True)
+    except Exception as exc:
+        result["vjp"] = {"error": error_info(exc, "running backward when only some inputs require grad")}
+        return result
+    result["vjp"] = {"grads": _grads(grads)}
+    cls = node_class(node)
+    try:
+        with torch.no_grad():
+            raw = cls.backward(node, v)  # the graph was retained above, so its saved tensors are still there
+    except Exception as exc:
+        result["raw"] = {"error": error_info(exc, f"calling {cls.__name__}.backward")}
+        return result
+    raw = raw if isinstance(raw, tuple) else (raw,)
+    result["raw"] = {"cls": cls.__name__, "grads": _grads(raw)}
+    return result
+
+
+def requires_grad_patterns(probe: Probe) -> list[tuple[int, ...]]:
+    """Every non-empty, non-full set of tensor inputs requiring grad (the full set is the derivative checks')."""
+    positions = [i for i, x in enumerate(probe.inputs) if isinstance(x, torch.Tensor)]
+    return [p for size in range(1, len(positions)) for p in itertools.combinations(positions, size)]
+
+
+def structure(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
+    inputs = probe.fresh()
+    obs, out, node = call(ex, fn, inputs)
+    result: Obs = {"forward": obs}
+    if not _usable(obs):
+        return result
+    assert out is not None
+    v = grad_output(out.shape, probe.seed)
+    result["raw"] = raw_backward(probe, out, node, v)
+    if ex.backward_classes and "error" not in result["raw"]:
+        try:
+            grads = torch.autograd.grad(out, _differentiable(inputs), v.requires_grad_(), create_graph=True)
+            nodes = [find_node(g, ex.backward_classes, strict=True) for g in grads]
+            result["backward_nodes"] = [
+                {"cls": node_class(n).__name__, "ctx_attrs": dx.tensor_attributes(n)} if n is not None else None
+                for n in nodes]
+        except Exception as exc:
+            result["backward_nodes"] = {"error": error_info(exc, "running your backward with create_graph=True")}
+    if len(ex.input_names) > 1:
+        result["patterns"] = [_pattern_observation(ex, fn, probe, p) for p in requires_grad_patterns(probe)]
+    return result
+
+
+OBSERVERS: dict[str, Callable[[Exercise, Callable[..., Any], Probe], Obs]] = {
+    "forward": forward,
+    "first derivatives": first_derivatives,
+    "second derivatives": second_derivatives,
+    "structure": structure,
+}
+
+
+def observe(check: str, ex: Exercise, fn: Callable[..., Any], probes: list[Probe]) -> list[Obs]:
+    """Observations for every probe; warnings are swallowed (stderr must never cost points)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [OBSERVERS[check](ex, fn, probe) for probe in probes]

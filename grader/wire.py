@@ -1,0 +1,70 @@
+"""Observations across the sandbox boundary: JSON with tensors as {dtype, shape, data}, decoded defensively.
+
+The sandbox is untrusted, so ``decode`` accepts only plain JSON values and well-formed tensors of allowed
+dtypes within size limits; anything else raises ``WireError`` (which fails the check, never passes it).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+DTYPES = {
+    "float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+    "int64": torch.int64, "int32": torch.int32, "bool": torch.bool,
+}
+MAX_ELEMENTS = 1_000_000  # per observation; probes are tiny
+MAX_DEPTH = 32
+
+
+class WireError(ValueError):
+    pass
+
+
+def encode(obj: Any) -> Any:
+    """Plain JSON-able data; tensors become {"__tensor__": dtype, "shape": [...], "data": [...]}."""
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu()
+        dtype = str(t.dtype).removeprefix("torch.")
+        data = t.double() if t.dtype in (torch.bfloat16, torch.float16) else t
+        return {"__tensor__": dtype, "shape": list(t.shape), "data": data.reshape(-1).tolist()}
+    if isinstance(obj, dict):
+        return {str(k): encode(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [encode(v) for v in obj]
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    return str(obj)
+
+
+def decode(obj: Any, _depth: int = 0, _budget: list[int] | None = None) -> Any:
+    budget = _budget if _budget is not None else [MAX_ELEMENTS]
+    if _depth > MAX_DEPTH:
+        raise WireError("observation nested too deeply")
+    if isinstance(obj, dict):
+        if "__tensor__" in obj:
+            return _tensor(obj, budget)
+        return {str(k): decode(v, _depth + 1, budget) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [decode(v, _depth + 1, budget) for v in obj]
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    raise WireError(f"unexpected value of type {type(obj).__name__}")
+
+
+def _tensor(obj: dict[str, Any], budget: list[int]) -> torch.Tensor:
+    dtype = DTYPES.get(obj.get("__tensor__"))  # type: ignore[arg-type]
+    shape, data = obj.get("shape"), obj.get("data")
+    if dtype is None or not isinstance(shape, list) or not isinstance(data, list):
+        raise WireError("malformed tensor")
+    if not all(isinstance(s, int) and 0 <= s <= MAX_ELEMENTS for s in shape):
+        raise WireError("malformed tensor shape")
+    numel = math.prod(shape)
+    budget[0] -= numel
+    if numel != len(data) or budget[0] < 0:
+        raise WireError("tensor data does not match its shape, or is too large")
+    if not all(isinstance(x, (int, float)) for x in data):  # bools are ints, which is fine
+        raise WireError("tensor data must be numbers")
+    return torch.tensor(data, dtype=torch.float64 if dtype in (torch.bfloat16, torch.float16) else dtype).reshape(shape).to(dtype)
