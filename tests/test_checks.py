@@ -83,3 +83,21 @@ def test_every_message_template_formats(capsys):
 def test_unknown_exercise_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown exercise 'sqaure'"):
         checks.forward("sqaure", lambda x: x)
+
+
+def test_self_checks_answer_well_under_a_second_after_the_first_one():
+    """Students run the visible checks in their own kernel, again and again: they must feel instant."""
+    import time
+
+    timings = {}
+    for exercise in sorted(EXERCISES):
+        ns = namespace_for(exercise)
+        exec(solution_cells()[exercise].source, ns)
+        for suffix, check in CHECK_OF_CELL.items():
+            with contextlib.redirect_stdout(io.StringIO()):
+                getattr(checks, check)(exercise, ENTRY[exercise](ns))  # warm-up: torch loads lazily once
+                started = time.perf_counter()
+                getattr(checks, check)(exercise, ENTRY[exercise](ns))
+            timings[f"{exercise}-{suffix}"] = time.perf_counter() - started
+    slow = {k: round(v, 3) for k, v in timings.items() if v > 0.3}
+    assert not slow, f"self-checks slower than 0.3 s: {slow}"
