@@ -12,7 +12,7 @@ NBGRADER   := $(BIN)/nbgrader
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-packages release demo autograde feedback scores lab test test-fast lock clean
+.PHONY: help install system-packages release demo autograde feedback report scores lab test test-fast lock clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ autograde: $(STAMP) ## autograde everything in submitted/ with nbgrader and prin
 feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission
 	$(NBGRADER) generate_feedback $(ASSIGNMENT)
 	@echo "Feedback written to feedback/<student>/$(ASSIGNMENT)/"
+
+report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distributions and the class's most frequent mistakes
+	$(BIN)/python -m grader.report
 
 scores: $(STAMP) ## print scores per student and exercise from gradebook.db
 	$(BIN)/python -m grader.course scores

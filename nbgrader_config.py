@@ -46,6 +46,13 @@ c.Autograde.autograde_preprocessors = [
 c.TrustedExecute.timeout = 120  # seconds per notebook
 c.TrustedExecute.allow_unsandboxed = False  # set True only where bubblewrap cannot run and the code is trusted
 
+# Feedback shows each check's name, outcome and diagnosis, never the code of hidden tests (nbgrader #917).
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "grader.nbgrader_plugins.HideHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+
 # Stock nbgrader (Execute) settings, used when the list above is reverted to nbgrader's default.
 c.Execute.timeout = 60
 c.Execute.shutdown_kernel = "immediate"

@@ -174,12 +174,16 @@ def demo(workdir: Path) -> int:
 
     say("3/4 autograde: nbgrader runs every notebook of every student (a few seconds each)")
     nbgrader(["autograde", ASSIGNMENT, "--force", "--CourseDirectory.release_directory=release"], root)
-    say("4/4 feedback: one HTML page per student and notebook")
+    say("4/4 feedback: one HTML page per student and notebook, then the class report")
     nbgrader(["generate_feedback", ASSIGNMENT, "--force", "--CourseDirectory.release_directory=release"], root)
 
     say("\nScores per student and exercise (from nbgrader's gradebook):\n")
     say(render_scores(gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")))
     say(f"\nFeedback: {root / 'feedback'}/<student>/{ASSIGNMENT}/*.html")
+    from .report import build
+
+    page = build(root, ASSIGNMENT, root / "reports")
+    say(f"Class report: {page} (and scores.csv, diagnoses.csv beside it)")
     return 0
 
 

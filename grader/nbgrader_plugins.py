@@ -72,6 +72,30 @@ from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402
 from traitlets import Bool, Float  # noqa: E402
 
 
+RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json
+
+
+class HideHiddenTests(NbGraderPreprocessor):
+    """For feedback: hidden tests' code becomes one comment line; their names, outcomes and diagnoses stay
+    in the cell's output (nbgrader's feedback otherwise shows their source, nbgrader issue #917)."""
+
+    placeholder = "# hidden checks on other inputs: their names and outcomes are in the output below"
+
+    def preprocess_cell(self, cell: Any, resources: dict[str, Any], index: int) -> tuple[Any, dict[str, Any]]:
+        if cell.cell_type == "code" and cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
+            lines, kept, hidden = cell.source.split("\n"), [], False
+            for line in lines:
+                if "BEGIN HIDDEN TESTS" in line:
+                    hidden = True
+                    kept.append(re.match(r"\s*", line).group(0) + self.placeholder)  # type: ignore[union-attr]
+                elif "END HIDDEN TESTS" in line:
+                    hidden = False
+                elif not hidden:
+                    kept.append(line)
+            cell.source = "\n".join(kept)
+        return cell, resources
+
+
 class TrustedExecute(NbGraderPreprocessor):
     """Replaces nbgrader's Execute: student code runs in a sandbox, test cells are judged outside it.
 
@@ -111,6 +135,17 @@ class TrustedExecute(NbGraderPreprocessor):
                 cells[source.name] = new_code_cell(source.source, metadata={"nbgrader": meta})
         return cells
 
+    def _save(self, result: Any, info: dict[str, Any]) -> None:
+        """Keep the verdicts with their diagnoses for the class report (grader_results/, next to the gradebook)."""
+        import json
+
+        root = self._course_root()
+        if root is None:
+            return
+        folder = root / RESULTS_DIR / info["assignment"] / info["student"]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{info['notebook']}.json").write_text(json.dumps(result.as_dict(), indent=1), encoding="utf-8")
+
     def _hide(self, db_url: str) -> list[Path]:
         root = self._course_root()
         hide = [root] if root else []
@@ -134,6 +169,7 @@ class TrustedExecute(NbGraderPreprocessor):
             result = runner.grade_cells(name, cells, "the gradebook", self.timeout, self.allow_unsandboxed, hide,
                                         _CLASSROOM.pool)
         _write_verdicts(nb, result)
+        self._save(result, info)
         if result.problem or result.restored:
             self.log.warning("%s: %s", name, "; ".join(filter(None, [result.problem, *(
                 ["restored " + ", ".join(result.restored)] if result.restored else [])])))

@@ -52,6 +52,7 @@ class CellResult:
     max_points: float
     status: str  # "passed", "failed", "not run"
     message: str = ""
+    findings: list[dict[str, Any]] = field(default_factory=list)  # one per failed check call: mistake id, where...
 
 
 @dataclass
@@ -190,48 +191,72 @@ def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = 
             continue
         entry = reported.get(cell.index if cell.index >= 0 else ("missing", cell.grade_id))
         if entry is None:
-            result.cells.append(CellResult(cell.grade_id, 0.0, cell.points, "not run", problem or "not reached"))
+            reason = problem or "not reached"
+            result.cells.append(CellResult(cell.grade_id, 0.0, cell.points, "not run", reason,
+                                           [{"mistake": "not_run", "title": reason, "hidden": False}]))
             continue
-        ok, message = _judge_cell(cell, entry)
+        ok, message, findings = _judge_cell(cell, entry)
         result.cells.append(CellResult(cell.grade_id, cell.points if ok else 0.0, cell.points,
-                                       "passed" if ok else "failed", message))
+                                       "passed" if ok else "failed", message, findings))
     result.problem = problem
     result.restored = restored
     result.seconds = time.monotonic() - started
     return result
 
 
-def _judge_cell(cell: Cell, entry: dict[str, Any]) -> tuple[bool, str]:
-    """All check calls of a test cell must pass; the first failure's message is the cell's."""
+def _judge_cell(cell: Cell, entry: dict[str, Any]) -> tuple[bool, str, list[dict[str, Any]]]:
+    """A test cell passes when all its check calls pass; its message has one verdict per call."""
+    calls = entry.get("calls")
+    if not isinstance(calls, list) or len(calls) != len(cell.calls):
+        reason = "the notebook's process did not report this check (was it tampered with?)"
+        return False, reason, [{"mistake": "not_reported", "title": reason, "hidden": False}]
+    lines: list[str] = []
+    findings: list[dict[str, Any]] = []
+    passed, seen = True, set()
+    for call, answer in zip(cell.calls, calls):
+        label = "[hidden check, other inputs] " if call.hidden else ""
+        ok, text, finding = _judge_call(call, answer)
+        passed = passed and ok
+        if finding is not None:
+            findings.append({**finding, "hidden": call.hidden})
+        headline = text.split("\n", 1)[0]
+        lines.append(label + (headline + " (same as above)" if not ok and headline in seen else text))
+        seen.add(headline)
+    return passed, "\n".join(lines), findings
+
+
+def _judge_call(call: testcells.CheckCall, answer: Any) -> tuple[bool, str, dict[str, Any] | None]:
+    """One check call: (passed, its ✓ line or its diagnosis, the finding if it failed).
+    Never passes on malformed observations."""
     from . import basics, checks
     from .exercises import get
 
-    calls = entry.get("calls")
-    if not isinstance(calls, list) or len(calls) != len(cell.calls):
-        return False, "the notebook's process did not report this check (was it tampered with?)"
-    summaries = []
-    for call, answer in zip(cell.calls, calls):
-        if not isinstance(answer, dict) or "observations" not in answer:
-            error = answer.get("error") if isinstance(answer, dict) else "no answer"
-            return False, f"✗ could not check `{call.entry}`: {error}"
-        try:
-            observations = wire.decode(answer["observations"])
-            if call.module == "checks":
-                kwargs = dict(call.kwargs)
-                ex = get(kwargs.pop("exercise"))
-                probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)))
-                summaries.append("✓ " + checks.judge(call.check, ex.id, probes, observations))
-            else:
-                summaries.append("✓ " + basics.judge(call.check, observations, **call.kwargs))
-        except CheckFailed as failure:
-            return False, str(failure).strip()
-        except AssertionError as failure:
-            return False, str(failure).strip()
-        except (wire.WireError, KeyError, TypeError, ValueError) as exc:
-            return False, f"✗ the observations of `{call.entry}` could not be read ({exc}); the check fails"
-        except Exception as exc:  # a bug of ours must fail one check, not the whole class's grading
-            return False, f"✗ the grader could not judge `{call.entry}` ({type(exc).__name__}: {exc}); tell your instructor"
-    return True, "\n".join(summaries)
+    def failed(mistake: str, text: str) -> tuple[bool, str, dict[str, Any]]:
+        return False, text, {"mistake": mistake, "title": text.split("\n", 1)[0], "check": call.check}
+
+    if not isinstance(answer, dict) or "observations" not in answer:
+        error = answer.get("error") if isinstance(answer, dict) else "no answer"
+        return failed("not_found", f"✗ could not check `{call.entry}`: {error}")
+    try:
+        observations = wire.decode(answer["observations"])
+        if call.module == "checks":
+            kwargs = dict(call.kwargs)
+            ex = get(kwargs.pop("exercise"))
+            probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)))
+            summary = checks.judge(call.check, ex.id, probes, observations)
+            count = len(probes)
+            return True, f"✓ {ex.id} · {call.check}: {summary} on {count} probe{'s' if count != 1 else ''}", None
+        return True, "✓ " + basics.judge(call.check, observations, **call.kwargs), None
+    except CheckFailed as failure:
+        return False, str(failure).strip(), failure.finding.as_dict()
+    except AssertionError as failure:
+        return failed(getattr(failure, "mistake", "") or "basics:" + call.check, str(failure).strip())
+    except (wire.WireError, KeyError, TypeError, ValueError) as exc:
+        return failed("unreadable_observations",
+                      f"✗ the observations of `{call.entry}` could not be read ({exc}); the check fails")
+    except Exception as exc:  # a bug of ours must fail one check, not the whole class's grading
+        return failed("grader_error", f"✗ the grader could not judge `{call.entry}` ({type(exc).__name__}: {exc}); "
+                                      "tell your instructor")
 
 
 def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: list[Path],

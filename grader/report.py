@@ -1,0 +1,213 @@
+"""The class report: scores per exercise, and which mistakes the class made, as one self-contained HTML page.
+
+    python -m grader.report                  # course in the current directory, after `nbgrader autograde`
+    python -m grader.report --root .demo     # another course root
+
+Reads nbgrader's gradebook (scores) and grader_results/ (the diagnoses TrustedExecute saved), writes
+reports/class-report.html (plots embedded), reports/scores.csv (student × exercise) and
+reports/diagnoses.csv (diagnosis × students).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import csv
+import html
+import io
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+Scores = dict[str, dict[str, tuple[float, float]]]  # student -> exercise -> (score, max)
+
+
+@dataclass
+class Diagnosis:
+    exercise: str
+    mistake: str
+    title: str  # one example of the sentence students read
+    students: set[str] = field(default_factory=set)
+    checks: set[str] = field(default_factory=set)
+
+    @property
+    def count(self) -> int:
+        return len(self.students)
+
+
+def diagnoses_from_results(results_dir: Path, assignment: str) -> list[Diagnosis]:
+    """Every (exercise, mistake) found in the class, with the students behind it; most frequent first."""
+    found: dict[tuple[str, str], Diagnosis] = {}
+    for path in sorted((results_dir / assignment).glob("*/*.json")):
+        student = path.parent.name
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        for exercise, data in result.get("exercises", {}).items():
+            for cell in data.get("cells", []):
+                for finding in cell.get("findings", []):
+                    key = (exercise, str(finding.get("mistake")))
+                    entry = found.setdefault(key, Diagnosis(exercise, key[1], _title(finding)))
+                    entry.students.add(student)
+                    entry.checks.add(cell.get("grade_id", ""))
+    return sorted(found.values(), key=lambda d: (-d.count, d.exercise, d.mistake))
+
+
+def _title(finding: dict[str, Any]) -> str:
+    title = str(finding.get("title", finding.get("mistake", "")))
+    return title.removeprefix("✗ ").split(": ", 1)[-1] if title.startswith("✗") else title
+
+
+def exercises_in(scores: Scores) -> list[str]:
+    order: list[str] = []
+    for row in scores.values():
+        order += [e for e in row if e not in order]
+    return order
+
+
+def write_csvs(scores: Scores, diagnoses: list[Diagnosis], out: Path) -> tuple[Path, Path]:
+    exercises = exercises_in(scores)
+    scores_csv, diagnoses_csv = out / "scores.csv", out / "diagnoses.csv"
+    with open(scores_csv, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", *exercises, "total", "max"])
+        for student in sorted(scores):
+            row = scores[student]
+            writer.writerow([student, *(f"{row[e][0]:g}" if e in row else "" for e in exercises),
+                             f"{sum(s for s, _ in row.values()):g}", f"{sum(m for _, m in row.values()):g}"])
+    with open(diagnoses_csv, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["exercise", "mistake", "students", "diagnosis", "who", "checks"])
+        for d in diagnoses:
+            writer.writerow([d.exercise, d.mistake, d.count, d.title, " ".join(sorted(d.students)),
+                             " ".join(sorted(d.checks))])
+    return scores_csv, diagnoses_csv
+
+
+def _png(figure: Any) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def plots(scores: Scores, diagnoses: list[Diagnosis]) -> dict[str, str]:
+    """Score distributions per exercise, and the most frequent diagnoses, as embedded PNGs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    images: dict[str, str] = {}
+    exercises = exercises_in(scores)
+    if exercises:
+        columns = min(4, len(exercises))
+        rows = -(-len(exercises) // columns)
+        fig, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.4 * rows), squeeze=False)
+        for ax, exercise in zip(axes.flat, exercises):
+            values = [row[exercise][0] for row in scores.values() if exercise in row]
+            top = max((row[exercise][1] for row in scores.values() if exercise in row), default=1)
+            whole = all(float(v).is_integer() for v in values)
+            points = [float(p) for p in range(int(top) + 1)] if whole else [p / 2 for p in range(int(top * 2) + 1)]
+            ax.bar([f"{p:g}" for p in points], [sum(1 for v in values if v == p) for p in points], color="#4c72b0")
+            ax.set_title(f"{exercise} (max {top:g})", fontsize=10)
+            ax.set_xlabel("points", fontsize=8)
+            ax.set_ylabel("students", fontsize=8)
+            ax.tick_params(labelsize=8)
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        for ax in list(axes.flat)[len(exercises):]:
+            ax.axis("off")
+        fig.tight_layout()
+        images["distribution"] = _png(fig)
+        plt.close(fig)
+    top = [d for d in diagnoses if d.mistake not in ("not_implemented",)][:12]
+    if top:
+        fig, ax = plt.subplots(figsize=(8, 0.45 * len(top) + 0.8))
+        labels = [f"{d.exercise}: {d.mistake.replace('_', ' ')}" for d in top][::-1]
+        ax.barh(labels, [d.count for d in top][::-1], color="#dd8452")
+        ax.set_xlabel("students")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.tick_params(labelsize=8)
+        fig.tight_layout()
+        images["diagnoses"] = _png(fig)
+        plt.close(fig)
+    return images
+
+
+def render_html(scores: Scores, diagnoses: list[Diagnosis], images: dict[str, str], title: str) -> str:
+    exercises = exercises_in(scores)
+    esc = html.escape
+    summary_rows = []
+    for exercise in exercises:
+        values = [row[exercise][0] for row in scores.values() if exercise in row]
+        top = max((row[exercise][1] for row in scores.values() if exercise in row), default=0)
+        mean = sum(values) / len(values) if values else 0
+        full = sum(1 for v in values if v == top)
+        summary_rows.append(f"<tr><td>{esc(exercise)}</td><td>{mean:.2f} / {top:g}</td><td>{full} of {len(values)}</td></tr>")
+    diagnosis_rows = "".join(
+        f"<tr><td>{esc(d.exercise)}</td><td><b>{d.count}</b></td><td>{esc(d.title)}<br><small><code>{esc(d.mistake)}</code>"
+        f" · {esc(', '.join(sorted(d.checks)))}</small></td><td>{esc(', '.join(sorted(d.students)))}</td></tr>"
+        for d in diagnoses)
+    score_rows = "".join(
+        f"<tr><td>{esc(s)}</td>" + "".join(
+            f"<td>{scores[s][e][0]:g}/{scores[s][e][1]:g}</td>" if e in scores[s] else "<td>-</td>" for e in exercises)
+        + f"<td><b>{sum(v for v, _ in scores[s].values()):g}</b></td></tr>" for s in sorted(scores))
+    image = lambda key, alt: f'<img alt="{alt}" src="{images[key]}">' if key in images else "<p>(no data)</p>"  # noqa: E731
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }}
+table {{ border-collapse: collapse; margin: 1em 0; }} td, th {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }}
+th {{ background: #f3f3f3; }} img {{ max-width: 100%; }} small {{ color: #666; }}
+</style></head><body>
+<h1>{esc(title)}</h1>
+<p>{len(scores)} students · {len(exercises)} exercises · {sum(d.count for d in diagnoses)} diagnoses across the class.</p>
+<h2>Score distribution per exercise</h2>
+{image("distribution", "histograms of points per exercise")}
+<table><tr><th>exercise</th><th>mean</th><th>full marks</th></tr>{''.join(summary_rows)}</table>
+<h2>Most frequent mistakes</h2>
+{image("diagnoses", "most frequent diagnoses, by number of students")}
+<table><tr><th>exercise</th><th>students</th><th>diagnosis (as students read it)</th><th>who</th></tr>{diagnosis_rows}</table>
+<h2>Scores per student</h2>
+<table><tr><th>student</th>{''.join(f'<th>{esc(e)}</th>' for e in exercises)}<th>total</th></tr>{score_rows}</table>
+</body></html>
+"""
+
+
+def build(root: Path, assignment: str, out: Path, db_url: str | None = None) -> Path:
+    """Write the report for the course in ``root``; return the HTML page's path."""
+    from .course import gradebook_scores
+    from .nbgrader_plugins import RESULTS_DIR
+
+    scores = gradebook_scores(db_url or f"sqlite:///{(root / 'gradebook.db').resolve()}", assignment)
+    diagnoses = diagnoses_from_results(root / RESULTS_DIR, assignment)
+    out.mkdir(parents=True, exist_ok=True)
+    write_csvs(scores, diagnoses, out)
+    page = out / "class-report.html"
+    page.write_text(render_html(scores, diagnoses, plots(scores, diagnoses), f"Class report: {assignment}"),
+                    encoding="utf-8")
+    return page
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader.report", description=__doc__.split("\n")[0])
+    parser.add_argument("--root", type=Path, default=Path("."), help="course root (holds gradebook.db)")
+    parser.add_argument("--assignment", default="autograd")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: <root>/reports)")
+    args = parser.parse_args(argv)
+    if not (args.root / "gradebook.db").exists():
+        print(f"No gradebook.db in {args.root.resolve()}: run `make autograde` (nbgrader autograde) first.",
+              file=sys.stderr)
+        return 2
+    page = build(args.root, args.assignment, args.out or args.root / "reports")
+    print(f"Class report: {page}\n  scores:    {page.parent / 'scores.csv'}\n  diagnoses: {page.parent / 'diagnoses.csv'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
