@@ -58,6 +58,7 @@ class CatalogueEntry:
     exercise: str
     description: str
     expect: dict[str, str]  # cell suffix ("first-order") -> "pass" or the mistake id it must produce
+    caught_by: str = ""  # which of PyTorch's own checks notice it: gradcheck, gradgradcheck (only) or neither
 
     @property
     def id(self) -> str:
@@ -79,7 +80,8 @@ def read_entry(path: Path) -> CatalogueEntry:
     described = re.search(r"^# (?:mistake|style): (.*)$", text, re.M)
     assert exercise and described, f"{path}: needs '# exercise:' and '# mistake:' (or '# style:') header lines"
     pairs = dict(kv.split("=", 1) for kv in expect.group(1).split()) if expect else {k: "pass" for k in CHECK_OF_CELL}
-    return CatalogueEntry(path, exercise.group(1), described.group(1), pairs)
+    caught = re.search(r"^# caught-by: (\S+)", text, re.M)
+    return CatalogueEntry(path, exercise.group(1), described.group(1), pairs, caught.group(1) if caught else "")
 
 
 MISTAKES = [read_entry(p) for p in sorted((EXAMPLES / "mistakes").glob("*.py"))]

@@ -101,3 +101,49 @@ def test_self_checks_answer_well_under_a_second_after_the_first_one():
             timings[f"{exercise}-{suffix}"] = time.perf_counter() - started
     slow = {k: round(v, 3) for k, v in timings.items() if v > 0.3}
     assert not slow, f"self-checks slower than 0.3 s: {slow}"
+
+
+def _pytorch_verdicts(entry: CatalogueEntry) -> str:
+    """What torch.autograd.gradcheck / gradgradcheck alone say about a catalogued mistake."""
+    import warnings
+
+    import torch
+
+    fn = ENTRY[entry.exercise](entry.load())
+    ex = EXERCISES[entry.exercise]
+    verdicts = []
+    for probe in ex.probes(ex.default_shapes, 0):
+        inputs = probe.fresh()
+        positions = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+
+        def call(*tensors, inputs=inputs, positions=positions):
+            args = list(inputs)
+            for i, t in zip(positions, tensors):
+                args[i] = t
+            return fn(*args)
+
+        tensors = tuple(inputs[i] for i in positions)
+        for check in (torch.autograd.gradcheck, torch.autograd.gradgradcheck):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    verdicts.append((check.__name__, bool(check(call, tensors, raise_exception=False))))
+                except Exception:
+                    verdicts.append((check.__name__, False))
+    if not all(ok for name, ok in verdicts if name == "gradcheck"):
+        return "gradcheck"
+    return "gradgradcheck" if not all(ok for _, ok in verdicts) else "neither"
+
+
+@pytest.mark.parametrize("entry", MISTAKES, ids=lambda e: e.id)
+def test_the_catalogue_says_truly_which_pytorch_check_notices_each_mistake(entry: CatalogueEntry):
+    assert entry.caught_by in ("gradcheck", "gradgradcheck", "neither"), f"{entry.path}: add '# caught-by:'"
+    assert _pytorch_verdicts(entry) == entry.caught_by
+
+
+def test_the_catalogue_has_mistakes_of_every_kind_and_the_grader_names_them_all():
+    kinds = {k: [e for e in MISTAKES if e.caught_by == k] for k in ("gradcheck", "gradgradcheck", "neither")}
+    assert all(len(v) >= 5 for v in kinds.values()), {k: len(v) for k, v in kinds.items()}
+    assert len(MISTAKES) >= 25
+    for entry in kinds["neither"] + kinds["gradgradcheck"]:  # what PyTorch's checks miss, the grader names
+        assert any(v not in ("pass", "grader_error") for v in entry.expect.values()), entry.id

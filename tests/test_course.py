@@ -68,3 +68,13 @@ def test_nbgrader_autogrades_the_bundled_class_to_the_expected_scores(tmp_path, 
     for student in expected:
         assert len(list((tmp_path / "course" / "feedback" / student / "autograd").glob("*.html"))) == 3
     assert "student" in out and "ada" in out and "total" in out
+    # The class report counts the planted mistakes under the students who made them.
+    import csv
+
+    rows = list(csv.DictReader(open(tmp_path / "course" / "reports" / "diagnoses.csv")))
+    who = {(r["exercise"], r["mistake"]): set(r["who"].split()) for r in rows}
+    assert who[("square", "forgot_grad_output")] == {"chen"}
+    assert who[("sinh", "intermediates_on_ctx")] == {"chen"}
+    assert who[("linear", "transposed_gradient")] == {"dara"}
+    assert who[("exp", "tensor_on_ctx")] == {"eli"}
+    assert (tmp_path / "course" / "reports" / "class-report.html").stat().st_size > 10_000

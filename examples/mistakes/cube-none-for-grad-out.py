@@ -1,6 +1,7 @@
 # exercise: cube
 # mistake: CubeBackward.backward returns None for grad_out: the gradient's dependence on grad_output is lost
 # expect: forward=pass first-order=pass second-order=second_derivative_missing structure=pass
+# caught-by: gradgradcheck
 class Cube(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

@@ -1,6 +1,7 @@
 # exercise: cube
 # mistake: CubeBackward.backward returns only the gradient for x, not one per input
 # expect: forward=pass first-order=pass second-order=wrong_number_of_gradients structure=pass
+# caught-by: gradgradcheck
 class Cube(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

@@ -1,6 +1,7 @@
 # exercise: cube
 # mistake: CubeBackward.backward returns (d x, d grad_out) instead of the order of its inputs (grad_out, x)
 # expect: forward=pass first-order=pass second-order=double_backward_wrong_order structure=pass
+# caught-by: gradgradcheck
 class Cube(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

@@ -1,6 +1,7 @@
 # exercise: exp
 # mistake: recomputes exp(x) under torch.no_grad() in backward: the second derivative disappears
 # expect: forward=pass first-order=pass second-order=no_grad_in_backward structure=pass
+# caught-by: gradgradcheck
 class Exp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

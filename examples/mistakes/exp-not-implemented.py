@@ -1,6 +1,7 @@
 # exercise: exp
 # mistake: backward left as the stub
 # expect: forward=pass first-order=not_implemented second-order=not_implemented structure=not_implemented
+# caught-by: gradcheck
 class Exp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

@@ -1,6 +1,7 @@
 # exercise: linear
 # mistake: grad_bias is grad_output itself, not summed over the batch (the engine sums it silently; gradcheck passes)
 # expect: forward=pass first-order=gradient_not_reduced second-order=pass structure=pass
+# caught-by: neither
 class LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):

@@ -1,6 +1,7 @@
 # exercise: linear
 # mistake: forward ignores the bias
 # expect: forward=forward_missing_bias first-order=forward_wrong_before_derivatives second-order=forward_wrong_before_derivatives structure=pass
+# caught-by: gradcheck
 class LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):

@@ -1,6 +1,7 @@
 # exercise: linear
 # mistake: returns a bias gradient even when bias is None (not a tensor)
 # expect: forward=pass first-order=gradient_for_non_tensor second-order=gradient_for_non_tensor structure=gradient_for_non_tensor
+# caught-by: gradcheck
 class LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):

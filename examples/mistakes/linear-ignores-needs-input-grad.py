@@ -1,6 +1,7 @@
 # exercise: linear
 # mistake: computes every gradient even when an input does not require grad (ctx.needs_input_grad ignored)
 # expect: forward=pass first-order=pass second-order=pass structure=needs_input_grad_ignored
+# caught-by: neither
 class LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):

@@ -1,6 +1,7 @@
 # exercise: linear
 # mistake: ctx.needs_input_grad[0] and [1] swapped (invisible to gradcheck when every input requires grad)
 # expect: forward=pass first-order=pass second-order=pass structure=needs_input_grad_wrong
+# caught-by: neither
 class LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):

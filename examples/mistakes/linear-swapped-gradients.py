@@ -1,6 +1,7 @@
 # exercise: linear
 # mistake: returns (grad_weight, grad_input, grad_bias): gradients in the wrong order
 # expect: forward=pass first-order=gradients_in_wrong_order second-order=gradients_in_wrong_order structure=gradients_in_wrong_order
+# caught-by: gradcheck
 class LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):

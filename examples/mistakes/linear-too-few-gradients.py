@@ -1,6 +1,7 @@
 # exercise: linear
 # mistake: backward returns two gradients although forward takes three inputs (bias included)
 # expect: forward=pass first-order=wrong_number_of_gradients second-order=wrong_number_of_gradients structure=wrong_number_of_gradients
+# caught-by: gradcheck
 class LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):

@@ -1,6 +1,7 @@
 # exercise: linear
 # mistake: grad_weight computed as input.T @ grad_output (transposed)
 # expect: forward=pass first-order=transposed_gradient second-order=transposed_gradient structure=transposed_gradient
+# caught-by: gradcheck
 class LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):

@@ -1,6 +1,7 @@
 # exercise: sinh
 # mistake: uses sinh instead of cosh as the derivative (a minus instead of a plus)
 # expect: forward=pass first-order=wrong_gradient second-order=first_order_wrong_before_second structure=pass
+# caught-by: gradcheck
 class Sinh(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

@@ -1,6 +1,7 @@
 # exercise: sinh
 # mistake: returns exp(x), exp(-x) as outputs but backward ignores their gradients
 # expect: forward=pass first-order=pass second-order=extra_output_gradients_ignored structure=pass
+# caught-by: gradgradcheck
 class Sinh(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

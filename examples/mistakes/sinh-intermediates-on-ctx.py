@@ -1,6 +1,7 @@
 # exercise: sinh
 # mistake: SinhBad: exp(x) and exp(-x) kept on ctx, so double backward cannot see them
 # expect: forward=pass first-order=pass second-order=intermediates_on_ctx structure=tensor_on_ctx
+# caught-by: gradgradcheck
 class Sinh(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

@@ -1,6 +1,7 @@
 # exercise: sinh
 # mistake: the wrapper returns all three outputs instead of sinh(x) alone
 # expect: forward=returns_tuple first-order=returns_tuple second-order=returns_tuple structure=returns_tuple
+# caught-by: neither
 class Sinh(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

@@ -1,6 +1,7 @@
 # exercise: sinh
 # mistake: the wrapper calls torch.sinh, so the result never goes through Sinh
 # expect: forward=not_custom_function first-order=not_custom_function second-order=not_custom_function structure=not_custom_function
+# caught-by: neither
 class Sinh(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

@@ -1,6 +1,7 @@
 # exercise: square
 # mistake: .detach() inside backward cuts the graph that double backward needs
 # expect: forward=pass first-order=pass second-order=detach_in_backward structure=pass
+# caught-by: gradgradcheck
 class Square(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

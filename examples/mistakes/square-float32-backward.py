@@ -1,6 +1,7 @@
 # exercise: square
 # mistake: backward computes in float32 (the engine casts it back silently; precision is lost)
 # expect: forward=pass first-order=gradient_dtype second-order=gradgradcheck_failed structure=pass
+# caught-by: gradgradcheck
 class Square(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

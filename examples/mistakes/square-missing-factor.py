@@ -1,6 +1,7 @@
 # exercise: square
 # mistake: d(x²)/dx written as x instead of 2x
 # expect: forward=pass first-order=scaled_gradient second-order=first_order_wrong_before_second structure=pass
+# caught-by: gradcheck
 class Square(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

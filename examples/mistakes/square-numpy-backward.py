@@ -1,6 +1,7 @@
 # exercise: square
 # mistake: backward goes through NumPy, which autograd cannot record
 # expect: forward=pass first-order=pass second-order=numpy_in_backward structure=pass
+# caught-by: gradgradcheck
 class Square(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

@@ -1,6 +1,7 @@
 # exercise: square
 # mistake: a minus sign in backward
 # expect: forward=pass first-order=wrong_sign second-order=first_order_wrong_before_second structure=pass
+# caught-by: gradcheck
 class Square(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
