@@ -148,10 +148,15 @@ def raw_backward(probe: Probe, out: torch.Tensor, node: Any, v: torch.Tensor) ->
     return {"cls": cls.__name__, "grads": _grads(raw)}
 
 
+FAST_MODE_ABOVE = 64  # elements: slow-mode gradcheck grows with size², fast mode stays at milliseconds
+
+
 def run_gradcheck(fn: Callable[..., Any], inputs: tuple[Any, ...], second: bool) -> Obs:
     check = torch.autograd.gradgradcheck if second else torch.autograd.gradcheck
+    tensors = tuple(_differentiable(inputs))
+    fast = sum(t.numel() for t in tensors) > FAST_MODE_ABOVE
     try:
-        check(_tensor_closure(fn, inputs), tuple(_differentiable(inputs)), raise_exception=True)
+        check(_tensor_closure(fn, inputs), tensors, raise_exception=True, fast_mode=fast)
     except GradcheckError as err:
         return {"ok": False, "detail": dx._short(str(err), 200).rstrip(",") + "."}
     except Exception as exc:
