@@ -4,9 +4,11 @@ One public ``check_*`` function per graded test cell. Each one
 
 - calls the student's function on small float64 probe inputs built from ``seed``,
 - compares with a reference computed by PyTorch itself (``torch.autograd.functional``),
-- on failure raises ``AssertionError`` with a short message a student can act on
-  (what was called, the first wrong element, a hint naming the likely mistake and the
-  notebook section to re-read), never a traceback of grader internals,
+- on failure raises ``grader.diagnosis.CheckFailed`` (an ``AssertionError``) carrying a ``Finding``:
+  a mistake id from ``MISTAKES`` (a key of ``grader.messages``, so the class report can count it),
+  what was called on which probe, the first wrong element, expected versus received, and a hint
+  naming the likely mistake and the notebook section to re-read; never a traceback of grader
+  internals. Every sentence comes from the message table, none is written here,
 - on success prints a single line starting with ``✓``.
 
 Every check has two halves, as in ``grader.observe`` / ``grader.checks``:
@@ -18,8 +20,9 @@ Every check has two halves, as in ``grader.observe`` / ``grader.checks``:
   It decides nothing.
 - ``judge(check, observations, **kwargs)`` runs in the trusted process and never runs student code:
   it rebuilds the same probes from the same keyword arguments (seeded generators), computes the
-  references itself and returns the one-line summary or raises ``AssertionError``. Observations may
-  be forged or malformed: anything unexpected fails the check with a clear message, never passes it.
+  references itself and returns the one-line summary or raises ``CheckFailed``. Observations may
+  be forged or malformed: anything unexpected fails the check (``malformed_observations``), never
+  passes it.
 
 A public check is exactly ``print("✓ " + judge(name, observe(name, fn, **kw), **kw))``.
 
@@ -41,8 +44,11 @@ from typing import Any, Callable, Sequence, TypeVar
 import torch
 from torch.autograd.functional import hessian, jacobian
 
+from .diagnosis import CheckFailed, Finding
+
 __all__ = [
     "SECTIONS",
+    "MISTAKES",
     "CHECKS",
     "observe",
     "judge",
@@ -79,39 +85,115 @@ Obs = dict[str, Any]
 _F = TypeVar("_F", bound=Callable[..., None])
 
 
+#: Sections that teach a mistake better than its exercise's own section does.
+MISTAKE_SECTIONS: dict[str, str] = {
+    "returned_tuple": "4. Vector outputs and grad_outputs",
+    "accumulate_backward_twice": "6. backward frees the graph: retain_graph",
+}
+
+#: Every mistake a check here can report (a key of ``grader.messages``), with the fields its finding fills
+#: besides ``exercise`` and ``function`` (the student's function as called, e.g. ``second_derivative(f, x)``),
+#: which every finding of this module carries.
+MISTAKES: dict[str, tuple[str, ...]] = {
+    # any exercise
+    "not_implemented": (),
+    "raised_error": ("error_type", "error", "stage"),
+    "returned_none": (),
+    "returned_tuple": ("type", "items"),
+    "returned_not_a_tensor": ("type",),
+    "returned_unreadable_tensor": ("type",),
+    "returned_integer_tensor": ("dtype",),
+    "modified_input": ("name",),
+    "malformed_observations": ("why",),
+    "grader_error": ("error_type", "error"),
+    # vjp
+    "vjp_forgot_grad_outputs": ("error_type", "error"),
+    "vjp_grad_outputs_wrong_shape": ("error_type", "error"),
+    "vjp_output_not_connected": ("error_type", "error"),
+    "vjp_returned_jacobian": ("received_shape", "expected_shape"),
+    "vjp_wrong_shape": ("received_shape", "expected_shape", "output_shape"),
+    "vjp_ones_as_grad_outputs": (),
+    "vjp_wrong_sign": (),
+    "vjp_wrong": (),
+    "vjp_changed_x_grad": (),
+    # accumulate
+    "accumulate_grad_none_on_entry": ("error_type", "error"),
+    "accumulate_backward_twice": ("error_type", "error"),
+    "accumulate_loss_not_connected": ("error_type", "error"),
+    "accumulate_backward_on_non_scalar": ("error_type", "error"),
+    "accumulate_inplace_on_w": ("error_type", "error"),
+    "accumulate_wrong_shape": ("received_shape", "expected_shape"),
+    "accumulate_sum_not_mean": (),
+    "accumulate_divided_twice": (),
+    "accumulate_reset_in_loop": ("formula",),
+    "accumulate_stale_grad_kept": (),
+    "accumulate_wrong": (),
+    "accumulate_no_backward": ("batch",),
+    "accumulate_one_backward_for_all": ("batch", "previous"),
+    "accumulate_returns_alias": (),
+    # secondderiv
+    "second_forgot_create_graph": ("error_type", "error"),
+    "second_forgot_grad_outputs": ("error_type", "error"),
+    "second_grad_outputs_wrong_shape": ("error_type", "error"),
+    "second_wrong_shape": ("received_shape", "expected_shape"),
+    "second_returned_first_derivative": (),
+    "second_off_by_factor_two": ("factor",),
+    "second_wrong": (),
+    "second_changed_x_grad": (),
+}
+
+#: Mistakes that are not about the student's answer: no section to re-read.
+_NOT_ABOUT_THE_ANSWER = ("malformed_observations", "grader_error")
+
+
+def section(exercise: str, mistake: str) -> str:
+    """The notebook section a finding points to, quoted as ``grader.checks`` does ('' for grader problems)."""
+    if mistake in _NOT_ABOUT_THE_ANSWER:
+        return ""
+    return f'"{MISTAKE_SECTIONS.get(mistake, SECTIONS[exercise])}"'
+
+
 class _Fail(Exception):
-    """Internal: a student-facing failure message; turned into AssertionError at the check's boundary."""
+    """Internal: the diagnosis of one probe (mistake id, where/expected/received, code, template fields).
+
+    ``_judge_all`` records which probe it was; ``judge`` turns it into a ``Finding``."""
+
+    def __init__(self, mistake: str, *, probe: str = "", where: str = "", expected: str | None = None,
+                 received: str | None = None, code: str = "", **fields: Any):
+        super().__init__(mistake)
+        self.mistake, self.probe, self.where = mistake, probe, where
+        self.expected, self.received, self.code, self.fields = expected, received, code, fields
+
+
+def _finding(check: str, exercise: str, failure: _Fail) -> Finding:
+    mistake, fields = failure.mistake, dict(failure.fields)
+    if mistake not in MISTAKES:  # a bug of ours: say so, never an unknown id in the class report
+        mistake, fields = "grader_error", {"error_type": "KeyError", "error": f"unknown mistake id {mistake!r}"}
+    fields.setdefault("function", SIGNATURES[exercise])
+    probe = f"{SIGNATURES[exercise]} with {failure.probe}" if failure.probe else ""
+    return Finding(exercise=exercise, check=check, mistake=mistake, probe=probe, where=failure.where,
+                   expected=failure.expected, received=failure.received, section=section(exercise, mistake),
+                   fields=fields, code=failure.code)
 
 
 def _student_facing(check: _F) -> _F:
-    """Turn internal ``_Fail`` into a plain ``AssertionError`` raised from the check itself (short traceback)."""
+    """Raise the check's ``CheckFailed`` afresh from the check itself (short traceback, no chained context)."""
 
     @functools.wraps(check)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
             check(*args, **kwargs)
-        except _Fail as failure:
-            message = str(failure)
+        except CheckFailed as failure:
+            finding = failure.finding
         else:
             return
-        raise AssertionError(message)
+        raise CheckFailed(finding)
 
     return wrapper  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------------------------------------
-# message helpers
-
-
-def _see(ex: str) -> str:
-    return f'(see section "{SECTIONS[ex]}")'
-
-
-def _message(ex: str, headline: str, details: Sequence[str], hint: str) -> str:
-    lines = [f"{ex}: your {SIGNATURES[ex]} {headline}"]
-    lines += [f"  {d}" for d in details]
-    lines.append(f"  Hint: {hint} {_see(ex)}")
-    return "\n".join(lines)
+# formatting data (numbers, shapes, indices) for findings; the sentences are in grader.messages
 
 
 def _fmt_shape(shape: torch.Size | Sequence[int]) -> str:
@@ -148,73 +230,26 @@ def _first_line(text: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-# Known PyTorch error messages -> (what it means, how to fix it), per exercise.
-_ERROR_HINTS: dict[str, list[tuple[str, str]]] = {
+# Known PyTorch error messages -> the mistake they reveal, per exercise (first match wins).
+_ERROR_MISTAKES: dict[str, list[tuple[str, str]]] = {
     "vjp": [
-        (
-            "grad can be implicitly created only for scalar outputs",
-            "f(x) is not a scalar, so autograd needs to know how to weight its entries: pass "
-            "grad_outputs=v to torch.autograd.grad.",
-        ),
-        (
-            "Mismatch in shape",
-            "grad_outputs must have the shape of the OUTPUT f(x), not of x; v already has that shape, "
-            "so pass grad_outputs=v.",
-        ),
-        (
-            "does not require grad",
-            "f(x) has no graph back to x: do not detach x or wrap the forward pass in torch.no_grad().",
-        ),
+        ("grad can be implicitly created only for scalar outputs", "vjp_forgot_grad_outputs"),
+        ("Mismatch in shape", "vjp_grad_outputs_wrong_shape"),
+        ("does not require grad", "vjp_output_not_connected"),
     ],
     "accumulate": [
-        (
-            "'NoneType' object has no attribute",
-            "w.grad is None until the first backward (and may be None on entry). Reset it with "
-            "`w.grad = None` instead of `w.grad.zero_()`, or guard with `if w.grad is not None:`.",
-        ),
-        (
-            "Trying to backward through the graph a second time",
-            "each loss can be backpropagated once: compute a fresh loss_fn(w, batch) for every backward.",
-        ),
-        (
-            "does not require grad",
-            "the loss has no graph back to w: do not detach w or compute the loss under torch.no_grad().",
-        ),
-        (
-            "grad can be implicitly created only for scalar outputs",
-            "call .backward() on the 0-d loss returned by loss_fn, not on a stacked tensor of losses.",
-        ),
-        (
-            "leaf Variable that requires grad is being used in an in-place operation",
-            "do not change w in place; this function only computes a gradient, it takes no optimizer step.",
-        ),
+        ("'NoneType' object has no attribute", "accumulate_grad_none_on_entry"),
+        ("Trying to backward through the graph a second time", "accumulate_backward_twice"),
+        ("does not require grad", "accumulate_loss_not_connected"),
+        ("grad can be implicitly created only for scalar outputs", "accumulate_backward_on_non_scalar"),
+        ("leaf Variable that requires grad is being used in an in-place operation", "accumulate_inplace_on_w"),
     ],
     "secondderiv": [
-        (
-            "does not require grad",
-            "the first derivative is a plain tensor unless you ask autograd to record how it was computed: "
-            "pass create_graph=True to the FIRST torch.autograd.grad call.",
-        ),
-        (
-            "Trying to backward through the graph a second time",
-            "the first grad call freed the graph; pass create_graph=True to it (that also keeps the graph).",
-        ),
-        (
-            "grad can be implicitly created only for scalar outputs",
-            "f(x) and f'(x) are tensors, not scalars: pass grad_outputs=torch.ones_like(...) to BOTH grad "
-            "calls (this gives elementwise derivatives because f is elementwise).",
-        ),
-        (
-            "Mismatch in shape",
-            "grad_outputs must have the shape of the tensor you differentiate (use torch.ones_like of it).",
-        ),
+        ("does not require grad", "second_forgot_create_graph"),
+        ("Trying to backward through the graph a second time", "second_forgot_create_graph"),
+        ("grad can be implicitly created only for scalar outputs", "second_forgot_grad_outputs"),
+        ("Mismatch in shape", "second_grad_outputs_wrong_shape"),
     ],
-}
-
-_GENERIC_HINT = {
-    "vjp": "compute out = f(x), then torch.autograd.grad(out, x, grad_outputs=v) and return its [0].",
-    "accumulate": "reset w.grad, call loss.backward() once per batch, and return a copy of the averaged w.grad.",
-    "secondderiv": "differentiate twice with torch.autograd.grad, the first time with create_graph=True.",
 }
 
 
@@ -304,15 +339,6 @@ class _Malformed(Exception):
     """Internal: an observation does not have the structure ``observe`` produces."""
 
 
-_NOT_YOUR_ANSWER = ("this is not about your answer: run the cell again, and if this message stays, "
-                    "tell your instructor.")
-
-
-def _malformed(ex: str, context: str, why: str) -> str:
-    return _message(ex, f"could not be graded for {context}",
-                    [f"the grader received malformed observations: {_first_line(why)}"], _NOT_YOUR_ANSWER)
-
-
 def _field(obs: Any, key: str) -> Any:
     if not isinstance(obs, dict):
         raise _Malformed(f"expected a dict holding {key!r}, received a {_type_name(obs)}")
@@ -375,8 +401,8 @@ def _expect_grad_before(obs: Obs, key: str, stale: torch.Tensor | None) -> None:
         raise _Malformed(f"{key!r} is not the gradient the grader set up before the call")
 
 
-def _fail_if_raised(ex: str, obs: Obs, context: str) -> None:
-    """When the student's function raised, fail with the message the error calls for."""
+def _fail_if_raised(ex: str, obs: Obs) -> None:
+    """When the student's function raised, fail with the mistake the error reveals."""
     if not isinstance(obs, dict):
         raise _Malformed(f"an observation is a {_type_name(obs)}, not a dict")
     if "observer_error" in obs:
@@ -386,71 +412,49 @@ def _fail_if_raised(ex: str, obs: Obs, context: str) -> None:
     error = obs["error"]
     name = _first_line(_str_field(error, "type") or "", 100) or "Exception"
     text = _str_field(error, "message") or ""
-    code = _str_field(error, "code", optional=True)
+    code = _first_line(_str_field(error, "code", optional=True) or "")
     if _bool_field(error, "not_implemented"):
-        said = f" ({_first_line(text)})" if text.strip() else ""
-        raise _Fail(
-            f"{ex}: your {SIGNATURES[ex]} raised NotImplementedError{said}\n"
-            f"  It is still the stub: replace the `raise NotImplementedError` line with your code.\n"
-            f"  Hint: {_GENERIC_HINT[ex]} {_see(ex)}"
-        )
-    hint = next((h for key, h in _ERROR_HINTS[ex] if key in text), _GENERIC_HINT[ex])
-    details = [f"{name}: {_first_line(text)}"]
-    if code:
-        details.append(f"in your code, {_first_line(code)}")
-    raise _Fail(_message(ex, f"raised an error for {context}", details, hint))
+        raise _Fail("not_implemented", code=code)
+    details = {"error_type": name, "error": _first_line(text) or "—", "code": code}
+    mistake = next((m for needle, m in _ERROR_MISTAKES[ex] if needle in text), None)
+    if mistake is None:
+        raise _Fail("raised_error", stage=f"running {SIGNATURES[ex]}", **details)
+    raise _Fail(mistake, **details)
 
 
-def _as_result(ex: str, result: Any, shape: torch.Size, context: str, wrong_shape_hint: str | None = None) -> torch.Tensor:
-    """Check that the recorded ``result`` is a tensor of ``shape``; return its value as float64."""
+def _as_result(result: Any, shape: torch.Size, wrong_shape: str, **shape_fields: Any) -> torch.Tensor:
+    """Check that the recorded ``result`` is a tensor of ``shape``; return its value as float64.
+
+    ``wrong_shape`` is the exercise's mistake id for a tensor of another shape."""
     kind = _str_field(result, "kind")
+    wanted = f"a tensor of shape {_fmt_shape(shape)}"
     if kind == "none":
-        raise _Fail(
-            _message(ex, f"returned None for {context}", [f"expected a tensor of shape {_fmt_shape(shape)}"],
-                     "did you forget the `return` statement?")
-        )
+        raise _Fail("returned_none", expected=wanted, received="None")
     if kind == "sequence":
         items = _field(result, "items")
         if not isinstance(items, list) or not all(type(i) is str for i in items):
             raise _Malformed("'items' is not a list of type names")
+        kind_name = _first_line(_str_field(result, "type") or "", 100)
         inner = ", ".join(_first_line(i, 100) for i in items)
-        raise _Fail(
-            _message(
-                ex,
-                f"returned a {_first_line(_str_field(result, 'type') or '', 100)} ({inner}) for {context}",
-                [f"expected a single tensor of shape {_fmt_shape(shape)}"],
-                "torch.autograd.grad returns a tuple with one gradient per input: take its [0], "
-                "e.g. `(g,) = torch.autograd.grad(...)`.",
-            )
-        )
+        raise _Fail("returned_tuple", type=kind_name, items=inner, expected=wanted,
+                    received=f"a {kind_name} ({inner})")
     if kind == "other":
-        raise _Fail(
-            _message(ex, f"returned a {_first_line(_str_field(result, 'type') or '', 100)} for {context}",
-                     [f"expected a torch.Tensor of shape {_fmt_shape(shape)}"], _GENERIC_HINT[ex])
-        )
+        kind_name = _first_line(_str_field(result, "type") or "", 100)
+        raise _Fail("returned_not_a_tensor", type=kind_name, expected=f"a torch.Tensor of shape {_fmt_shape(shape)}",
+                    received=f"a {kind_name}")
     if kind == "unreadable":
-        name = _first_line(_str_field(result, "type") or "", 100)
-        raise _Fail(
-            _message(ex, f"returned a tensor the grader cannot read ({name}) for {context}",
-                     [f"expected a plain torch.Tensor of shape {_fmt_shape(shape)}"], _GENERIC_HINT[ex])
-        )
+        kind_name = _first_line(_str_field(result, "type") or "", 100)
+        raise _Fail("returned_unreadable_tensor", type=kind_name,
+                    expected=f"a plain torch.Tensor of shape {_fmt_shape(shape)}", received=f"a {kind_name}")
     if kind != "tensor":
         raise _Malformed(f"unknown result kind {_first_line(kind or '', 40)!r}")
     value = _tensor_field(result, "value")
     if value.shape != shape:
-        raise _Fail(
-            _message(
-                ex,
-                f"returned the wrong shape for {context}",
-                [f"expected shape {_fmt_shape(shape)}, received {_fmt_shape(value.shape)}"],
-                wrong_shape_hint or _GENERIC_HINT[ex],
-            )
-        )
+        raise _Fail(wrong_shape, received_shape=tuple(value.shape), expected_shape=tuple(shape),
+                    expected=f"shape {_fmt_shape(shape)}", received=f"shape {_fmt_shape(value.shape)}", **shape_fields)
     if not (value.is_floating_point() or value.is_complex()):
-        raise _Fail(
-            _message(ex, f"returned an integer tensor ({value.dtype}) for {context}",
-                     ["expected a float64 tensor"], "return the gradient tensor itself, do not round it.")
-        )
+        raise _Fail("returned_integer_tensor", dtype=str(value.dtype), expected="a float64 tensor",
+                    received=f"a {value.dtype} tensor")
     return value.to(DTYPE)
 
 
@@ -465,17 +469,36 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a, b, rtol=RTOL, atol=ATOL))
 
 
-def _first_mismatch(received: torch.Tensor, expected: torch.Tensor) -> str:
-    """Describe the first element where ``received`` differs from ``expected``."""
-    ok = torch.isclose(received, expected, rtol=RTOL, atol=ATOL)
-    bad = (~ok).nonzero()
-    if expected.dim() == 0:
-        return f"expected {_num(expected.item())}, received {_num(received.item())}"
-    index = tuple(int(i) for i in bad[0]) if len(bad) else (0,) * expected.dim()
-    return (
-        f"at element {_fmt_index(index)}: expected {_num(expected[index].item())}, "
-        f"received {_num(received[index].item())}"
-    )
+def _difference(name: str, expected: torch.Tensor | None, received: torch.Tensor | None,
+                exact: bool = False) -> dict[str, str]:
+    """where/expected/received of the first element where ``received`` differs from ``expected``
+    (``exact``: any change counts; otherwise beyond the checks' tolerance)."""
+    if expected is None or received is None:
+        def describe(t: torch.Tensor | None) -> str:
+            return "None" if t is None else f"a tensor of shape {_fmt_shape(t.shape)}"
+        return {"where": name, "expected": describe(expected), "received": describe(received)}
+    if expected.shape != received.shape:
+        return {"where": f"{name}.shape", "expected": _fmt_shape(expected.shape),
+                "received": _fmt_shape(received.shape)}
+    e, r = expected.detach().to(DTYPE), received.detach().to(DTYPE)
+    same = torch.eq(r, e) if exact else torch.isclose(r, e, rtol=RTOL, atol=ATOL)
+    bad = (~same).nonzero()
+    index = tuple(int(i) for i in bad[0]) if len(bad) else (0,) * e.dim()
+    where = f"{name}{_fmt_index(index)}" if e.dim() else name
+    return {"where": where, "expected": _num(e[index].item()), "received": _num(r[index].item())}
+
+
+def _mismatch(received: torch.Tensor, expected: torch.Tensor) -> dict[str, str]:
+    """where/expected/received of the first wrong element of the student's result."""
+    return _difference("result", expected, received)
+
+
+def _fail_if_modified(name: str, before: torch.Tensor, after: torch.Tensor, requires_grad: bool = True) -> None:
+    """The student's function must leave its input (``x`` or ``w``) as it was."""
+    if not _same(after, before):
+        raise _Fail("modified_input", name=name, **_difference(name, before, after, exact=True))
+    if not requires_grad:
+        raise _Fail("modified_input", name=name, where=f"{name}.requires_grad", expected="True", received="False")
 
 
 def _rand(gen: torch.Generator, *shape: int, low: float = -2.0, high: float = 2.0) -> torch.Tensor:
@@ -486,17 +509,11 @@ def _leaf(t: torch.Tensor) -> torch.Tensor:
     return t.detach().clone().requires_grad_(True)
 
 
-def _grad_changed(before: torch.Tensor | None, after: torch.Tensor | None) -> str | None:
-    """Describe how a ``.grad`` changed during the student's call, or None if it did not."""
-    if before is None and after is None:
+def _grad_changed(name: str, before: torch.Tensor | None, after: torch.Tensor | None) -> dict[str, str] | None:
+    """How a ``.grad`` changed during the student's call (where/expected/received), or None if it did not."""
+    if _same(before, after):
         return None
-    if before is None:
-        return "x.grad was None before the call and holds a tensor after it"
-    if after is None:
-        return "x.grad held the caller's gradient before the call and is None after it"
-    if after.shape != before.shape or not torch.equal(after.detach(), before):
-        return "x.grad holds different values after the call than before it"
-    return None
+    return _difference(name, before, after, exact=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -565,60 +582,32 @@ def _observe_vjp(fn: Callable[..., Any], p: _VjpProbe, stale: torch.Tensor | Non
 
 def _judge_vjp(p: _VjpProbe, result: Any) -> None:
     expected, jac = _vjp_reference(p)
-    out_shape = p.v.shape
     value = _result_value(result)
     if value is not None and value.shape == jac.shape and value.shape != p.x.shape:
-        raise _Fail(
-            _message(
-                "vjp",
-                f"returned the whole Jacobian for {p.desc}",
-                [f"expected vᵀJ of shape {_fmt_shape(p.x.shape)}, received shape {_fmt_shape(value.shape)} "
-                 f"(= f(x).shape + x.shape)"],
-                "you need the product of v with the Jacobian, not J itself: pass grad_outputs=v to "
-                "torch.autograd.grad and it returns vᵀJ directly, without ever building J.",
-            )
-        )
-    got = _as_result(
-        "vjp", result, p.x.shape, p.desc,
-        wrong_shape_hint=(
-            f"the answer has x's shape {_fmt_shape(p.x.shape)} (one entry per input), while f(x) and v have "
-            f"shape {_fmt_shape(out_shape)}; differentiate with respect to x."
-        ),
-    )
+        raise _Fail("vjp_returned_jacobian", received_shape=tuple(value.shape), expected_shape=tuple(p.x.shape),
+                    expected=f"shape {_fmt_shape(p.x.shape)}", received=f"shape {_fmt_shape(value.shape)}")
+    got = _as_result(result, p.x.shape, "vjp_wrong_shape", output_shape=tuple(p.v.shape))
     if _close(got, expected):
         return
     ones_version, _ = _vjp_reference(p, torch.ones_like(p.v))
     if _close(got, ones_version):
-        hint = ("your answer equals vᵀJ with v = all ones: you used torch.ones_like(...) as grad_outputs. "
-                "Pass the given v instead: grad_outputs=v.")
+        mistake = "vjp_ones_as_grad_outputs"
     elif _close(got, -expected):
-        hint = "your answer has the wrong sign; return the gradient as torch.autograd.grad gives it."
+        mistake = "vjp_wrong_sign"
     else:
-        hint = "pass v as grad_outputs= to torch.autograd.grad; it returns vᵀJ = sum_i v[i] * d f(x)[i] / dx."
-    raise _Fail(_message("vjp", f"is wrong for {p.desc}", [_first_mismatch(got, expected)], hint))
+        mistake = "vjp_wrong"
+    raise _Fail(mistake, **_mismatch(got, expected))
 
 
 def _judge_vjp_probe(check: str, p: _VjpProbe, stale: torch.Tensor | None, obs: Obs) -> None:
-    _fail_if_raised("vjp", obs, p.desc)
-    if not _same(_tensor_field(obs, "x_after"), p.x):
-        raise _Fail(
-            _message("vjp", f"changed x itself for {p.desc}", ["x holds different values after the call"],
-                     "only compute the product; never modify x in place.")
-        )
+    _fail_if_raised("vjp", obs)
+    _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"))
     _expect_grad_before(obs, "x_grad_before", stale)
     grad_after = _grad_field(obs, "x_grad_after", p.x.shape)
     if check == "check_vjp_keeps_grad":
-        changed = _grad_changed(stale, grad_after)
+        changed = _grad_changed("x.grad", stale, grad_after)
         if changed:
-            raise _Fail(
-                _message(
-                    "vjp",
-                    f"changed x.grad for {p.desc}",
-                    [changed],
-                    ".backward() adds into x.grad, which belongs to the caller. torch.autograd.grad(...) "
-                    "returns the gradient instead and leaves x.grad alone.",
-                )
-            )
+            raise _Fail("vjp_changed_x_grad", **changed)
     _judge_vjp(p, _field(obs, "result"))
 
 
@@ -728,30 +717,21 @@ def _judge_accumulate(p: _BatchProbe, result: Any, stale: torch.Tensor | None) -
     n = len(per_batch)
     total = torch.stack(per_batch).sum(0)
     expected = total / n
-    got = _as_result(
-        "accumulate", result, p.w.shape, p.desc,
-        wrong_shape_hint="return the gradient with respect to w (same shape as w), averaged over the batches.",
-    )
+    got = _as_result(result, p.w.shape, "accumulate_wrong_shape")
     if _close(got, expected):
         return
-    candidates: list[tuple[torch.Tensor, str]] = [
-        (total, "your answer is the SUM of the batch gradients; the task asks for the mean: divide by len(batches)."),
-        (expected / n, "your answer is the mean divided by len(batches) once more: divide either each loss or the "
-                       "accumulated gradient by len(batches), not both."),
-        (per_batch[-1], "your answer is the gradient of the LAST batch only: w.grad was reset inside the loop. "
-                        "Reset it once, before the loop, and let the backward calls add up."),
-        (per_batch[-1] / n, "your answer is the gradient of the LAST batch only (divided by len(batches)): w.grad "
-                            "was reset inside the loop. Reset it once, before the loop, and let the backward calls add up."),
+    last = "∇ loss_fn(w, batches[-1])"
+    candidates: list[tuple[torch.Tensor, str, dict[str, Any]]] = [
+        (total, "accumulate_sum_not_mean", {}),
+        (expected / n, "accumulate_divided_twice", {}),
+        (per_batch[-1], "accumulate_reset_in_loop", {"formula": last}),
+        (per_batch[-1] / n, "accumulate_reset_in_loop", {"formula": f"{last} / len(batches)"}),
     ]
     if stale is not None:
-        stale_hint = ("w.grad held stale values on entry and they ended up in your answer: backward ADDS to w.grad, "
-                      "so start with `w.grad = None` (or `w.grad.zero_()` when it is not None).")
-        candidates += [(expected + stale, stale_hint), (expected + stale / n, stale_hint),
-                       (total + stale, stale_hint), ((total + stale) / n, stale_hint)]
-    hint = next((h for c, h in candidates if _close(got, c)), None)
-    if hint is None:
-        hint = "accumulate with one loss_fn(w, batch).backward() per batch, then average: the result is sum / len(batches)."
-    raise _Fail(_message("accumulate", f"is wrong for {p.desc}", [_first_mismatch(got, expected)], hint))
+        candidates += [(c, "accumulate_stale_grad_kept", {})
+                       for c in (expected + stale, expected + stale / n, total + stale, (total + stale) / n)]
+    mistake, fields = next(((m, f) for c, m, f in candidates if _close(got, c)), ("accumulate_wrong", {}))
+    raise _Fail(mistake, **fields, **_mismatch(got, expected))
 
 
 def _events(obs: Obs) -> list[tuple[str, int]]:
@@ -773,25 +753,10 @@ def _judge_one_backward_per_batch(p: _BatchProbe, events: list[tuple[str, int]])
     first_backward = {k: events.index(("backward", k)) for k in range(n) if ("backward", k) in events}
     missing = [k for k in range(n) if k not in first_backward]
     if missing:
-        raise _Fail(
-            _message(
-                "accumulate",
-                f"never backpropagated the loss of batch {missing[0]} for {p.desc}",
-                ["the answer is right, but not computed by backward calls on the batch losses"],
-                "call .backward() on each batch's loss so that the gradients accumulate in w.grad.",
-            )
-        )
+        raise _Fail("accumulate_no_backward", batch=missing[0])
     for k in range(1, n):
         if k in first_forward and first_forward[k] < first_backward[k - 1]:
-            raise _Fail(
-                _message(
-                    "accumulate",
-                    f"kept several batch graphs alive at once for {p.desc}",
-                    [f"the loss of batch {k} was computed before the loss of batch {k - 1} was backpropagated"],
-                    "call .backward() inside the loop, once per batch, so only one batch's graph exists at a time "
-                    "(that is the point of gradient accumulation); do not sum all losses first.",
-                )
-            )
+            raise _Fail("accumulate_one_backward_for_all", batch=k, previous=k - 1)
 
 
 def _judge_returns_own_copy(p: _BatchProbe, result: Any, aliases: bool, after_zeroing: torch.Tensor | None) -> None:
@@ -799,24 +764,15 @@ def _judge_returns_own_copy(p: _BatchProbe, result: Any, aliases: bool, after_ze
     if value is None or after_zeroing is None:  # _judge_accumulate accepted a tensor, so both were recorded
         raise _Malformed("'value_after_zeroing_w_grad' is missing for a tensor result")
     if aliases or not _same(after_zeroing, value):
-        raise _Fail(
-            _message(
-                "accumulate",
-                f"returned w.grad itself (or a view of it) for {p.desc}",
-                ["after the call, w.grad.zero_() also wiped your returned tensor"],
-                "w.grad is reused and zeroed by the next step; return a copy: `return w.grad.clone()` "
-                "(or compute a new tensor, e.g. `w.grad / len(batches)`).",
-            )
-        )
+        changed = _difference("result", value, after_zeroing, exact=True) if not _same(after_zeroing, value) else {}
+        if changed:
+            changed["where"] += " after w.grad.zero_()"
+        raise _Fail("accumulate_returns_alias", **changed)
 
 
 def _judge_accumulate_probe(check: str, p: _BatchProbe, stale: torch.Tensor | None, obs: Obs) -> None:
-    _fail_if_raised("accumulate", obs, p.desc)
-    if not _same(_tensor_field(obs, "w_after"), p.w) or not _bool_field(obs, "w_requires_grad"):
-        raise _Fail(
-            _message("accumulate", f"changed w itself for {p.desc}", ["w holds different values after the call"],
-                     "only compute the gradient: no optimizer step, no in-place change of w.")
-        )
+    _fail_if_raised("accumulate", obs)
+    _fail_if_modified("w", p.w, _tensor_field(obs, "w_after"), _bool_field(obs, "w_requires_grad"))
     # Every fact is read (and so validated) whichever check this is; each check judges its own.
     _expect_grad_before(obs, "w_grad_before", stale)
     _grad_field(obs, "w_grad_after", p.w.shape)  # for the record: the returned value is what is graded
@@ -908,45 +864,26 @@ def _observe_second(fn: Callable[..., Any], p: _ElementwiseProbe, stale: torch.T
 
 def _judge_second(p: _ElementwiseProbe, result: Any) -> None:
     first, expected = _elementwise_derivatives(p)
-    got = _as_result(
-        "secondderiv", result, p.x.shape, p.desc,
-        wrong_shape_hint=("return one second derivative per entry of x (same shape as x): use grad_outputs="
-                          "torch.ones_like(...) rather than summing the result."),
-    )
+    got = _as_result(result, p.x.shape, "second_wrong_shape")
     if _close(got, expected):
         return
     if _close(got, first):
-        hint = ("your answer is the FIRST derivative f'(x): differentiate it once more (the first grad call "
-                "needs create_graph=True so that its result can be differentiated).")
-    elif _close(got, 2 * expected) or _close(got, expected / 2):
-        hint = "your answer is off by a factor of 2: check the grad_outputs you pass (they should be ones)."
-    else:
-        hint = ("take g = d f / dx with create_graph=True and grad_outputs=ones, then differentiate g again "
-                "with grad_outputs=ones.")
-    raise _Fail(_message("secondderiv", f"is wrong for {p.desc}", [_first_mismatch(got, expected)], hint))
+        raise _Fail("second_returned_first_derivative", **_mismatch(got, expected))
+    for factor, scaled in (("2", 2 * expected), ("1/2", expected / 2)):
+        if _close(got, scaled):
+            raise _Fail("second_off_by_factor_two", factor=factor, **_mismatch(got, expected))
+    raise _Fail("second_wrong", **_mismatch(got, expected))
 
 
 def _judge_second_probe(check: str, p: _ElementwiseProbe, stale: torch.Tensor | None, obs: Obs) -> None:
-    _fail_if_raised("secondderiv", obs, p.desc)
-    if not _same(_tensor_field(obs, "x_after"), p.x):
-        raise _Fail(
-            _message("secondderiv", f"changed x itself for {p.desc}", ["x holds different values after the call"],
-                     "only compute derivatives; never modify x in place.")
-        )
+    _fail_if_raised("secondderiv", obs)
+    _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"))
     _expect_grad_before(obs, "x_grad_before", stale)
     grad_after = _grad_field(obs, "x_grad_after", p.x.shape)
     if check == "check_second_derivative_general":
-        changed = _grad_changed(stale, grad_after)
+        changed = _grad_changed("x.grad", stale, grad_after)
         if changed:
-            raise _Fail(
-                _message(
-                    "secondderiv",
-                    f"changed x.grad for {p.desc}",
-                    [changed],
-                    ".backward() writes into x.grad (and with create_graph=True it also warns about a reference "
-                    "cycle). Use torch.autograd.grad for both derivatives: it returns them and leaves x.grad alone.",
-                )
-            )
+            raise _Fail("second_changed_x_grad", **changed)
     _judge_second(p, _field(obs, "result"))
 
 
@@ -1040,14 +977,13 @@ def observe(check: str, fn: Callable[..., Any], **kwargs: Any) -> list[Obs]:
 
 
 def _judge_all(check: str, spec: _Check, args: dict[str, Any], observations: Any) -> str:
-    ex = spec.exercise
     setups = spec.setup(args)
     if not isinstance(observations, (list, tuple)):
-        raise _Fail(_malformed(ex, f"the probes of {check}",
-                               f"expected a list of observations, received a {_type_name(observations)}"))
+        raise _Fail("malformed_observations",
+                    why=f"expected a list of observations, received a {_type_name(observations)}")
     if len(observations) != len(setups):
-        raise _Fail(_malformed(ex, f"the probes of {check}",
-                               f"expected {len(setups)} observations (one per probe), received {len(observations)}"))
+        raise _Fail("malformed_observations",
+                    why=f"expected {len(setups)} observations (one per probe), received {len(observations)}")
     for i, ((probe, stale), obs) in enumerate(zip(setups, observations)):
         try:
             if not isinstance(obs, dict):
@@ -1055,35 +991,38 @@ def _judge_all(check: str, spec: _Check, args: dict[str, Any], observations: Any
             if obs.get("check") != check or type(obs.get("probe")) is not int or obs.get("probe") != i:
                 raise _Malformed(f"observation {i} is not the observation of probe {i} of {check}")
             spec.judge_one(check, probe, stale, obs)
-        except _Fail:
+        except _Fail as failure:
+            failure.probe = probe.desc
             raise
         except _Malformed as bad:
-            raise _Fail(_malformed(ex, probe.desc, str(bad))) from None
+            raise _Fail("malformed_observations", probe=probe.desc, why=_first_line(str(bad))) from None
         except Exception as exc:  # data nothing above anticipated (or a bug of ours): never a pass
-            raise _Fail(_malformed(ex, probe.desc, f"{_type_name(exc)}: {_first_line(_text(exc))}")) from None
+            raise _Fail("malformed_observations", probe=probe.desc,
+                        why=f"{_type_name(exc)}: {_first_line(_text(exc))}") from None
     return spec.summary.format(n=len(setups))
 
 
 def judge(check: str, observations: list[Obs], **kwargs: Any) -> str:
     """Trusted side: judge ``observations`` of ``check`` against references rebuilt here from ``kwargs``.
 
-    Returns the one-line summary printed after ``✓ `` on success; raises ``AssertionError`` with the
-    student-facing message otherwise. Never runs student code and never trusts the observations:
-    anything malformed fails the check.
+    Returns the one-line summary printed after ``✓ `` on success; raises ``CheckFailed`` (an
+    ``AssertionError`` whose ``.finding.mistake`` is a key of ``MISTAKES``) otherwise. Never runs student
+    code and never trusts the observations: anything malformed fails the check.
     """
     spec = _spec(check)
     args = _arguments(check, spec, kwargs)
-    message = ""
+    finding: Finding | None = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             summary = _judge_all(check, spec, args, observations)
         except _Fail as failure:
-            message = str(failure)
+            finding = _finding(check, spec.exercise, failure)
         except Exception as exc:  # a bug of ours: a precise message, never a pass
-            message = _malformed(spec.exercise, f"the probes of {check}", f"{_type_name(exc)}: {_text(exc)}")
-    if message:
-        raise AssertionError(message)  # raised outside the handlers: no chained context in the traceback
+            finding = _finding(check, spec.exercise, _Fail("grader_error", error_type=_type_name(exc),
+                                                           error=_first_line(_text(exc))))
+    if finding is not None:
+        raise CheckFailed(finding)  # raised outside the handlers: no chained context in the traceback
     return summary
 
 

@@ -216,6 +216,185 @@ EN: dict[str, Message] = {
         "Check the index you use in ctx.needs_input_grad[i]: i is the position of the input in forward "
         "(0 = input, 1 = weight, 2 = bias).",
     ),
+    # --- notebook 1 (grader/basics.py): what the student's function returned, for any exercise ----
+    "returned_none": Message(
+        "{function} returned None instead of a tensor.",
+        "Did you forget the `return` statement? Return the tensor you computed.",
+    ),
+    "returned_tuple": Message(
+        "{function} returned a {type} ({items}) instead of one tensor.",
+        "torch.autograd.grad returns a tuple with one gradient per input: take its [0], "
+        "e.g. `(g,) = torch.autograd.grad(...)`.",
+    ),
+    "returned_not_a_tensor": Message(
+        "{function} returned a {type}, not a torch.Tensor.",
+        "Return the tensor autograd computed, as it is: no .numpy(), .item() or .tolist().",
+    ),
+    "returned_unreadable_tensor": Message(
+        "{function} returned a tensor the grader cannot read ({type}).",
+        "Return a plain torch.Tensor (the one torch.autograd.grad or .grad gives you), not a subclass or a "
+        "wrapper of it.",
+    ),
+    "returned_integer_tensor": Message(
+        "{function} returned an integer tensor ({dtype}).",
+        "Return the gradient tensor itself, in float64: do not round or convert it.",
+    ),
+    "modified_input": Message(
+        "your function changed {name} itself during the call.",
+        "Only compute derivatives: never modify {name} in place (no `+=`, no `.sub_()`, no optimizer step).",
+    ),
+    "malformed_observations": Message(
+        "the grader received malformed observations: {why}",
+        "This is not about your answer: run the cell again, and if this message stays, tell your instructor.",
+    ),
+    # --- notebook 1, exercise "vjp": vector_jacobian_product(f, x, v) -----------------------------
+    "vjp_forgot_grad_outputs": Message(
+        "f(x) is not a scalar and no grad_outputs was given ({error_type}: {error}).",
+        "autograd needs to know how to weight the entries of f(x): pass grad_outputs=v to torch.autograd.grad.",
+    ),
+    "vjp_grad_outputs_wrong_shape": Message(
+        "grad_outputs does not have the shape of f(x) ({error_type}: {error}).",
+        "grad_outputs must have the shape of the OUTPUT f(x), not of x; v already has that shape, "
+        "so pass grad_outputs=v.",
+    ),
+    "vjp_output_not_connected": Message(
+        "f(x) has no graph back to x ({error_type}: {error}).",
+        "Do not detach x or wrap the forward pass in torch.no_grad(): autograd must record how f(x) is "
+        "computed from x.",
+    ),
+    "vjp_returned_jacobian": Message(
+        "your result has shape {received_shape} = f(x).shape + x.shape: it is the whole Jacobian J, not vᵀJ.",
+        "You need the product of v with the Jacobian, not J itself: pass grad_outputs=v to torch.autograd.grad "
+        "and it returns vᵀJ directly, without ever building J.",
+    ),
+    "vjp_wrong_shape": Message(
+        "your result has shape {received_shape}, but vᵀJ has the shape of x, {expected_shape}.",
+        "f(x) and v have shape {output_shape}; the answer has one entry per entry of x: differentiate with "
+        "respect to x.",
+    ),
+    "vjp_ones_as_grad_outputs": Message(
+        "your result is vᵀJ with v = all ones: torch.ones_like(...) was passed as grad_outputs instead of v.",
+        "Pass the given v instead: grad_outputs=v.",
+    ),
+    "vjp_wrong_sign": Message(
+        "your result has the wrong sign: it is -vᵀJ.",
+        "Return the gradient as torch.autograd.grad gives it, without a minus sign.",
+    ),
+    "vjp_wrong": Message(
+        "your result is wrong: it is not vᵀJ.",
+        "Pass v as grad_outputs= to torch.autograd.grad; it returns vᵀJ = sum_i v[i] * d f(x)[i] / dx.",
+    ),
+    "vjp_changed_x_grad": Message(
+        "your function changed x.grad, which belongs to the caller.",
+        ".backward() adds into x.grad; torch.autograd.grad(...) returns the gradient instead and leaves "
+        "x.grad alone.",
+    ),
+    # --- notebook 1, exercise "accumulate": mean_gradient_over_batches(loss_fn, w, batches) -------
+    "accumulate_grad_none_on_entry": Message(
+        "your code used w.grad while it was None ({error_type}: {error}).",
+        "w.grad is None until the first backward (and may be None on entry). Reset it with `w.grad = None` "
+        "instead of `w.grad.zero_()`, or guard with `if w.grad is not None:`.",
+    ),
+    "accumulate_backward_twice": Message(
+        "a batch loss was backpropagated twice ({error_type}: {error}).",
+        "Each loss can be backpropagated once: compute a fresh loss_fn(w, batch) for every backward.",
+    ),
+    "accumulate_loss_not_connected": Message(
+        "the loss has no graph back to w ({error_type}: {error}).",
+        "Do not detach w or compute the loss under torch.no_grad().",
+    ),
+    "accumulate_backward_on_non_scalar": Message(
+        "backward was called on a tensor that is not a scalar ({error_type}: {error}).",
+        "Call .backward() on the 0-d loss returned by loss_fn, not on a stacked tensor of losses.",
+    ),
+    "accumulate_inplace_on_w": Message(
+        "your code changed w in place ({error_type}: {error}).",
+        "Do not change w: this function only computes a gradient, it takes no optimizer step.",
+    ),
+    "accumulate_wrong_shape": Message(
+        "your result has shape {received_shape}, but a gradient with respect to w has w's shape {expected_shape}.",
+        "Return the gradient with respect to w (same shape as w), averaged over the batches.",
+    ),
+    "accumulate_sum_not_mean": Message(
+        "your result is the SUM of the batch gradients, not their mean.",
+        "The task asks for the mean: divide by len(batches) (each loss before its backward, or the accumulated "
+        "gradient once at the end).",
+    ),
+    "accumulate_divided_twice": Message(
+        "your result is the mean divided by len(batches) once more.",
+        "Divide either each loss or the accumulated gradient by len(batches), not both.",
+    ),
+    "accumulate_reset_in_loop": Message(
+        "your result is the gradient of the LAST batch only ({formula}): w.grad was reset inside the loop.",
+        "Reset w.grad once, before the loop, and let the backward calls add up.",
+    ),
+    "accumulate_stale_grad_kept": Message(
+        "the stale values w.grad held on entry ended up in your result.",
+        "backward ADDS to w.grad, so start with `w.grad = None` (or `w.grad.zero_()` when it is not None).",
+    ),
+    "accumulate_wrong": Message(
+        "your result is wrong: it is not the mean of the batch gradients.",
+        "Accumulate with one loss_fn(w, batch).backward() per batch, then average: the result is "
+        "sum / len(batches).",
+    ),
+    "accumulate_no_backward": Message(
+        "the loss of batch {batch} was never backpropagated: the values are right, but not computed by "
+        "backward calls on the batch losses.",
+        "Call .backward() on each batch's loss so that the gradients accumulate in w.grad.",
+    ),
+    "accumulate_one_backward_for_all": Message(
+        "your function kept several batch graphs alive at once: the loss of batch {batch} was computed "
+        "before the loss of batch {previous} was backpropagated.",
+        "Call .backward() inside the loop, once per batch, so only one batch's graph exists at a time (that is "
+        "the point of gradient accumulation); do not sum all losses first.",
+    ),
+    "accumulate_returns_alias": Message(
+        "your function returned w.grad itself (or a view of it): w.grad.zero_() after the call also changed "
+        "your result.",
+        "w.grad is reused and zeroed by the next step; return a copy: `return w.grad.clone()` (or compute a "
+        "new tensor, e.g. `w.grad / len(batches)`).",
+    ),
+    # --- notebook 1, exercise "secondderiv": second_derivative(f, x) ------------------------------
+    "second_forgot_create_graph": Message(
+        "the first derivative cannot be differentiated again: it was computed without create_graph=True "
+        "({error_type}: {error}).",
+        "The first derivative is a plain tensor (and the first grad call frees the graph) unless you ask "
+        "autograd to record how it was computed: pass create_graph=True to the FIRST torch.autograd.grad call.",
+    ),
+    "second_forgot_grad_outputs": Message(
+        "a derivative of a tensor that is not a scalar was asked for without grad_outputs "
+        "({error_type}: {error}).",
+        "f(x) and f'(x) are tensors, not scalars: pass grad_outputs=torch.ones_like(...) to BOTH grad calls "
+        "(this gives elementwise derivatives because f is elementwise).",
+    ),
+    "second_grad_outputs_wrong_shape": Message(
+        "grad_outputs does not have the shape of the tensor being differentiated ({error_type}: {error}).",
+        "grad_outputs must have the shape of the tensor you differentiate (use torch.ones_like of it).",
+    ),
+    "second_wrong_shape": Message(
+        "your result has shape {received_shape}, but f''(x) has one entry per entry of x: shape {expected_shape}.",
+        "Return one second derivative per entry of x (same shape as x): use grad_outputs=torch.ones_like(...) "
+        "rather than summing the result.",
+    ),
+    "second_returned_first_derivative": Message(
+        "your result is the FIRST derivative f'(x), not f''(x).",
+        "Differentiate it once more (the first grad call needs create_graph=True so that its result can be "
+        "differentiated).",
+    ),
+    "second_off_by_factor_two": Message(
+        "your result is off by a factor of {factor}.",
+        "Check the grad_outputs you pass: they should be ones (torch.ones_like(...)).",
+    ),
+    "second_wrong": Message(
+        "your result is wrong: it is not f''(x).",
+        "Take g = d f / dx with create_graph=True and grad_outputs=ones, then differentiate g again with "
+        "grad_outputs=ones.",
+    ),
+    "second_changed_x_grad": Message(
+        "your function changed x.grad, which belongs to the caller.",
+        ".backward() writes into x.grad (and with create_graph=True it also warns about a reference cycle). "
+        "Use torch.autograd.grad for both derivatives: it returns them and leaves x.grad alone.",
+    ),
     # --- notebook 1 and fallbacks -------------------------------------------------------------
     "grader_error": Message(
         "the grader could not finish this check ({error_type}: {error}).",

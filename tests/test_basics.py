@@ -1,4 +1,5 @@
-"""Unit tests of grader/basics.py: correct answers pass quietly, each known mistake fails with its own message.
+"""Unit tests of grader/basics.py: correct answers pass quietly, each known mistake fails with its own mistake id
+and the message the table ``grader.messages`` holds for it.
 
 The checks are split for trusted grading: ``observe`` runs next to the student's code and records plain data,
 ``judge`` decides from those observations alone; forged or malformed observations must never pass.
@@ -8,10 +9,12 @@ Fast (no kernels, no nbgrader): every check runs in milliseconds.
 
 from __future__ import annotations
 
+import ast
 import copy
 import io
 import json
 import re
+import string
 import time
 import warnings
 from pathlib import Path
@@ -20,7 +23,8 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from grader import basics
+from grader import basics, messages
+from grader.diagnosis import CheckFailed, Finding
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "autograd" / "01_autograd_basics.ipynb"
 
@@ -213,26 +217,44 @@ def vjp_backward_then_zero(f, x, v):
     return g
 
 
+def vjp_rounded(f, x, v):
+    return vjp_ok(f, x, v).round().long()
+
+
+def vjp_meta(f, x, v):  # a tensor without data: the observer cannot read it
+    return torch.empty(x.shape, dtype=x.dtype, device="meta")
+
+
+# (check, wrong answer, mistake id, fragments of the message the student reads)
 VJP_WRONG = [
-    (basics.check_vjp, stub_nbgrader, ["raised NotImplementedError\n", "replace the `raise NotImplementedError` line"]),
-    (basics.check_vjp, stub_named, ["raised NotImplementedError (vjp: not written yet)"]),
-    (basics.check_vjp, vjp_no_grad_outputs, ["grad can be implicitly created only for scalar outputs", "pass grad_outputs=v",
-                                             "in your code, line"]),
-    (basics.check_vjp, vjp_tuple, ["returned a tuple (Tensor)", "take its [0]"]),
-    (basics.check_vjp, vjp_ones, ["at element [", "torch.ones_like(...) as grad_outputs"]),
-    (basics.check_vjp, vjp_ones_like_x, ["torch.ones_like(...) as grad_outputs"]),
-    (basics.check_vjp, vjp_flat_v, ["Mismatch in shape", "shape of the OUTPUT", "x of shape (2, 3)"]),
-    (basics.check_vjp, vjp_jacobian, ["returned the whole Jacobian", "received shape (3, 3)"]),
-    (basics.check_vjp, vjp_negated, ["wrong sign"]),
-    (basics.check_vjp, vjp_none, ["returned None", "`return` statement"]),
-    (basics.check_vjp, vjp_numpy, ["returned a ndarray", "torch.Tensor of shape (3,)"]),
-    (basics.check_vjp, vjp_summed, ["wrong shape", "expected shape (3,), received ()"]),
-    (basics.check_vjp, vjp_off, ["is wrong for f(x) = sin(x) * x, x of shape (3,)", "at element [0]: expected", "received"]),
-    (basics.check_vjp, vjp_moves_x, ["changed x itself"]),
-    (basics.check_vjp, vjp_detached, ["does not require grad", "do not detach x"]),
-    (basics.check_vjp_keeps_grad, vjp_ok_backward_copy, ["changed x.grad", "x.grad was None before the call"]),
-    (basics.check_vjp_keeps_grad, vjp_backward_then_zero, ["changed x.grad"]),
-    (basics.check_vjp_keeps_grad, stub_nbgrader, ["raised NotImplementedError"]),
+    (basics.check_vjp, stub_nbgrader, "not_implemented",
+     ["vector_jacobian_product(f, x, v) is not implemented yet", "Replace the `raise NotImplementedError(...)` line",
+      "in your code: line"]),
+    (basics.check_vjp, stub_named, "not_implemented", ['raise NotImplementedError("vjp: not written yet")']),
+    (basics.check_vjp, vjp_no_grad_outputs, "vjp_forgot_grad_outputs",
+     ["grad can be implicitly created only for scalar outputs", "pass grad_outputs=v", "in your code: line"]),
+    (basics.check_vjp, vjp_tuple, "returned_tuple", ["returned a tuple (Tensor)", "take its [0]"]),
+    (basics.check_vjp, vjp_ones, "vjp_ones_as_grad_outputs",
+     ["where:    result[", "torch.ones_like(...) was passed as grad_outputs"]),
+    (basics.check_vjp, vjp_ones_like_x, "vjp_ones_as_grad_outputs", ["torch.ones_like(...) was passed as grad_outputs"]),
+    (basics.check_vjp, vjp_flat_v, "vjp_grad_outputs_wrong_shape", ["Mismatch in shape", "shape of the OUTPUT",
+                                                                     "x of shape (2, 3)"]),
+    (basics.check_vjp, vjp_jacobian, "vjp_returned_jacobian", ["the whole Jacobian", "received: shape (3, 3)"]),
+    (basics.check_vjp, vjp_negated, "vjp_wrong_sign", ["wrong sign"]),
+    (basics.check_vjp, vjp_none, "returned_none", ["returned None", "`return` statement"]),
+    (basics.check_vjp, vjp_numpy, "returned_not_a_tensor", ["returned a ndarray", "torch.Tensor of shape (3,)"]),
+    (basics.check_vjp, vjp_summed, "vjp_wrong_shape", ["has shape ()", "expected: shape (3,)", "received: shape ()"]),
+    (basics.check_vjp, vjp_off, "vjp_wrong",
+     ["result is wrong", "probe:    vector_jacobian_product(f, x, v) with f(x) = sin(x) * x, x of shape (3,)",
+      "where:    result[0]", "expected: ", "received: "]),
+    (basics.check_vjp, vjp_moves_x, "modified_input", ["changed x itself", "where:    x[0]"]),
+    (basics.check_vjp, vjp_detached, "vjp_output_not_connected", ["does not require grad", "Do not detach x"]),
+    (basics.check_vjp, vjp_rounded, "returned_integer_tensor", ["integer tensor (torch.int64)", "do not round"]),
+    (basics.check_vjp, vjp_meta, "returned_unreadable_tensor", ["a tensor the grader cannot read"]),
+    (basics.check_vjp_keeps_grad, vjp_ok_backward_copy, "vjp_changed_x_grad",
+     ["changed x.grad", "where:    x.grad", "expected: None"]),
+    (basics.check_vjp_keeps_grad, vjp_backward_then_zero, "vjp_changed_x_grad", ["changed x.grad"]),
+    (basics.check_vjp_keeps_grad, stub_nbgrader, "not_implemented", ["is not implemented yet"]),
 ]
 
 
@@ -326,25 +348,67 @@ def acc_no_backward(loss_fn, w, batches):  # right numbers by central difference
 
 
 
+def acc_loss_under_no_grad(loss_fn, w, batches):
+    w.grad = None
+    for batch in batches:
+        with torch.no_grad():
+            loss = loss_fn(w, batch) / len(batches)
+        loss.backward()
+    return w.grad.clone()
+
+
+def acc_steps_in_place(loss_fn, w, batches):
+    g = acc_ok(loss_fn, w, batches)
+    w -= 0.1 * g  # outside torch.no_grad(): PyTorch refuses
+    return g
+
+
+def acc_per_batch(loss_fn, w, batches):  # every batch's gradient, stacked: shape (len(batches), *w.shape)
+    return torch.stack([torch.autograd.grad(loss_fn(w, b), w)[0] for b in batches])
+
+
+def acc_first_batch_only(loss_fn, w, batches):
+    w.grad = None
+    loss_fn(w, batches[0]).backward()
+    return w.grad.clone()
+
+
 ACC_WRONG = [
-    (basics.check_mean_gradient, stub_nbgrader, ["accumulate: your mean_gradient_over_batches(loss_fn, w, batches) raised NotImplementedError"]),
-    (basics.check_mean_gradient, acc_sum, ["SUM of the batch gradients", "divide by len(batches)"]),
-    (basics.check_mean_gradient, acc_zero_none, ["'NoneType' object has no attribute 'zero_'", "`w.grad = None`",
-                                                 "in your code, line"]),
-    (basics.check_mean_gradient, acc_one_backward, ["kept several batch graphs alive", "inside the loop"]),
-    (basics.check_mean_gradient, acc_stacked, ["grad can be implicitly created only for scalar outputs"]),
-    (basics.check_mean_gradient, acc_reset_in_loop, ["the LAST batch only", "reset inside the loop", "(divided by"]),
-    (basics.check_mean_gradient, acc_reset_in_loop_no_div, ["the LAST batch only", "reset inside the loop"]),
-    (basics.check_mean_gradient, acc_divide_twice, ["divided by len(batches) once more"]),
-    (basics.check_mean_gradient, acc_steps, ["changed w itself", "no optimizer step"]),
-    (basics.check_mean_gradient, acc_backward_twice, ["Trying to backward through the graph a second time",
-                                                      "fresh loss_fn(w, batch)"]),
-    (basics.check_mean_gradient, acc_no_backward, ["never backpropagated the loss of batch 0"]),
-    (basics.check_mean_gradient, vjp_ok, ["raised an error", "TypeError"]),
-    (basics.check_mean_gradient_stale, acc_keeps_stale, ["stale values on entry", "`w.grad = None`"]),
-    (basics.check_mean_gradient_stale, acc_sum, ["SUM of the batch gradients"]),
-    (basics.check_mean_gradient_copy, acc_alias, ["returned w.grad itself", "w.grad.clone()"]),
-    (basics.check_mean_gradient_copy, acc_alias_view, ["returned w.grad itself (or a view of it)"]),
+    (basics.check_mean_gradient, stub_nbgrader, "not_implemented",
+     ["mean_gradient_over_batches(loss_fn, w, batches) is not implemented yet"]),
+    (basics.check_mean_gradient, acc_sum, "accumulate_sum_not_mean", ["SUM of the batch gradients", "divide by len(batches)"]),
+    (basics.check_mean_gradient, acc_zero_none, "accumulate_grad_none_on_entry",
+     ["'NoneType' object has no attribute 'zero_'", "`w.grad = None`", "in your code: line"]),
+    (basics.check_mean_gradient, acc_one_backward, "accumulate_one_backward_for_all",
+     ["kept several batch graphs alive", "inside the loop"]),
+    (basics.check_mean_gradient, acc_stacked, "accumulate_backward_on_non_scalar",
+     ["grad can be implicitly created only for scalar outputs"]),
+    (basics.check_mean_gradient, acc_reset_in_loop, "accumulate_reset_in_loop",
+     ["the LAST batch only", "reset inside the loop", "/ len(batches))"]),
+    (basics.check_mean_gradient, acc_reset_in_loop_no_div, "accumulate_reset_in_loop",
+     ["the LAST batch only", "reset inside the loop"]),
+    (basics.check_mean_gradient, acc_divide_twice, "accumulate_divided_twice", ["divided by len(batches) once more"]),
+    (basics.check_mean_gradient, acc_per_batch, "accumulate_wrong_shape",
+     ["has shape (4, 3)", "w's shape (3,)", "averaged over the batches"]),
+    (basics.check_mean_gradient, acc_first_batch_only, "accumulate_wrong",
+     ["result is wrong", "one loss_fn(w, batch).backward() per batch"]),
+    (basics.check_mean_gradient, acc_steps, "modified_input", ["changed w itself", "no optimizer step"]),
+    (basics.check_mean_gradient, acc_steps_in_place, "accumulate_inplace_on_w",
+     ["leaf Variable that requires grad is being used in an in-place operation", "no optimizer step"]),
+    (basics.check_mean_gradient, acc_loss_under_no_grad, "accumulate_loss_not_connected",
+     ["does not require grad", "torch.no_grad()"]),
+    (basics.check_mean_gradient, acc_backward_twice, "accumulate_backward_twice",
+     ["Trying to backward through the graph a second time", "fresh loss_fn(w, batch)",
+      '(See section "6. backward frees the graph: retain_graph".)']),
+    (basics.check_mean_gradient, acc_no_backward, "accumulate_no_backward", ["the loss of batch 0 was never backpropagated"]),
+    (basics.check_mean_gradient, vjp_ok, "raised_error",
+     ["raised TypeError while running mean_gradient_over_batches(loss_fn, w, batches)"]),
+    (basics.check_mean_gradient_stale, acc_keeps_stale, "accumulate_stale_grad_kept",
+     ["stale values w.grad held on entry", "`w.grad = None`"]),
+    (basics.check_mean_gradient_stale, acc_sum, "accumulate_sum_not_mean", ["SUM of the batch gradients"]),
+    (basics.check_mean_gradient_copy, acc_alias, "accumulate_returns_alias",
+     ["returned w.grad itself", "w.grad.clone()", "after w.grad.zero_()", "received: 0.0000"]),
+    (basics.check_mean_gradient_copy, acc_alias_view, "accumulate_returns_alias", ["returned w.grad itself (or a view of it)"]),
 ]
 
 
@@ -385,57 +449,89 @@ def second_only_1d(f, x):
     return torch.stack([h[i, i] for i in range(x.shape[0])])
 
 
+def second_bad_grad_outputs(f, x):
+    y = f(x)
+    (g,) = torch.autograd.grad(y, x, grad_outputs=torch.ones(1, dtype=x.dtype), create_graph=True)
+    return torch.autograd.grad(g, x, grad_outputs=torch.ones_like(g))[0]
+
+
+def second_returns_f(f, x):
+    return f(x).detach()
+
+
 SECOND_WRONG = [
-    (basics.check_second_derivative, stub_nbgrader, ["secondderiv: your second_derivative(f, x) raised NotImplementedError"]),
-    (basics.check_second_derivative, second_no_create_graph, ["element 0 of tensors does not require grad",
-                                                              "create_graph=True to the FIRST"]),
-    (basics.check_second_derivative, second_first_derivative, ["FIRST derivative f'(x)"]),
-    (basics.check_second_derivative, second_no_grad_outputs, ["grad can be implicitly created only for scalar outputs",
-                                                              "grad_outputs=torch.ones_like"]),
-    (basics.check_second_derivative, second_doubled, ["factor of 2"]),
-    (basics.check_second_derivative, second_summed, ["wrong shape", "expected shape (3,), received ()"]),
-    (basics.check_second_derivative_general, second_backward, ["changed x.grad", "x = 2.0 (a 0-d tensor)"]),
-    (basics.check_second_derivative_general, second_only_1d, ["IndexError", "in your code, line"]),
+    (basics.check_second_derivative, stub_nbgrader, "not_implemented", ["second_derivative(f, x) is not implemented yet"]),
+    (basics.check_second_derivative, second_no_create_graph, "second_forgot_create_graph",
+     ["element 0 of tensors does not require grad", "create_graph=True to the FIRST"]),
+    (basics.check_second_derivative, second_first_derivative, "second_returned_first_derivative", ["FIRST derivative f'(x)"]),
+    (basics.check_second_derivative, second_no_grad_outputs, "second_forgot_grad_outputs",
+     ["grad can be implicitly created only for scalar outputs", "grad_outputs=torch.ones_like"]),
+    (basics.check_second_derivative, second_bad_grad_outputs, "second_grad_outputs_wrong_shape",
+     ["Mismatch in shape", "use torch.ones_like of it"]),
+    (basics.check_second_derivative, second_doubled, "second_off_by_factor_two", ["factor of 2"]),
+    (basics.check_second_derivative, second_returns_f, "second_wrong", ["result is wrong", "not f''(x)"]),
+    (basics.check_second_derivative, second_summed, "second_wrong_shape",
+     ["has shape ()", "expected: shape (3,)", "received: shape ()"]),
+    (basics.check_second_derivative_general, second_backward, "second_changed_x_grad",
+     ["changed x.grad", "x = 2.0 (a 0-d tensor)"]),
+    (basics.check_second_derivative_general, second_only_1d, "raised_error", ["IndexError", "in your code: line"]),
 ]
+
+WRONG = VJP_WRONG + ACC_WRONG + SECOND_WRONG
 
 
 def _ids(param: Any) -> str:
     return getattr(param, "__name__", "msg")
 
 
-@pytest.mark.parametrize("check, fn, fragments", VJP_WRONG + ACC_WRONG + SECOND_WRONG, ids=_ids)
-def test_wrong_answers_fail_with_a_helpful_message(check, fn, fragments, capsys):
+@pytest.mark.parametrize("check, fn, mistake, fragments", WRONG, ids=_ids)
+def test_wrong_answers_fail_with_their_mistake_id_and_a_helpful_message(check, fn, mistake, fragments, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(AssertionError) as info:
             check(fn)
+    assert isinstance(info.value, CheckFailed)
+    assert info.value.finding.mistake == mistake, str(info.value)
     message = str(info.value)
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} not in:\n{message}"
-    _assert_message_shape(message)
+    _assert_message_shape(info.value)
     out, err = capsys.readouterr()
     assert "✓" not in out and err == ""
     assert info.value.__cause__ is None and info.value.__suppress_context__ is False
     assert info.value.__context__ is None, "the student's exception must not be chained into the traceback"
 
 
-def _assert_message_shape(message: str) -> None:
-    lines = message.splitlines()
-    exercise = lines[0].split(":")[0]
-    assert exercise in basics.SECTIONS, lines[0]
-    assert lines[0].startswith(f"{exercise}: your {basics.SIGNATURES[exercise]} ")
+def _assert_message_shape(failure: BaseException) -> None:
+    """The layout of grader.checks' findings: ✗ line, in your code / where / probe / expected / received, hint."""
+    assert isinstance(failure, CheckFailed), f"{type(failure).__name__}: {failure}"
+    finding = failure.finding
+    message = str(failure)
+    assert message == "\n" + finding.render()
+    lines = message.strip("\n").splitlines()
+    assert finding.check in basics.CHECKS and basics.CHECKS[finding.check].exercise == finding.exercise
+    assert finding.mistake in basics.MISTAKES and finding.mistake in messages.EN
+    assert lines[0].startswith(f"✗ {finding.exercise} · {finding.check}: "), lines[0]
     assert all(line.startswith("  ") for line in lines[1:]), message
-    assert lines[-1].startswith("  Hint: ")
-    assert lines[-1].endswith(f'(see section "{basics.SECTIONS[exercise]}")')
-    assert 3 <= len(lines) <= 5, message
+    assert lines[-1].startswith("  hint:     ")
+    if finding.mistake in ("malformed_observations", "grader_error"):
+        assert "(See section" not in lines[-1] and "tell your instructor" in lines[-1]
+    else:
+        heading = basics.MISTAKE_SECTIONS.get(finding.mistake, basics.SECTIONS[finding.exercise])
+        assert lines[-1].endswith(f'(See section "{heading}".)'), lines[-1]
+        assert finding.probe.startswith(basics.SIGNATURES[finding.exercise] + " with "), finding.probe
+    assert 2 <= len(lines) <= 7, message
     assert "Traceback" not in message and "basics.py" not in message
+    assert not re.search(r"\{[a-z_]+\}", message), f"a template field was left unfilled:\n{message}"
 
 
 def test_mismatch_message_names_element_and_values():
     with pytest.raises(AssertionError) as info:
         basics.check_vjp(vjp_off)
-    second = str(info.value).splitlines()[1]
-    assert re.fullmatch(r"  at element \[\d+\]: expected -?\d+\.\d{4}, received -?\d+\.\d{4}", second), second
+    lines = str(info.value).splitlines()
+    assert re.fullmatch(r"  where:    result\[\d+\]", lines[2]), lines
+    assert re.fullmatch(r"  expected: -?\d+\.\d{4}", lines[4]), lines
+    assert re.fullmatch(r"  received: -?\d+\.\d{4}", lines[5]), lines
 
 
 def test_sections_exist_in_the_notebook():
@@ -449,7 +545,7 @@ def test_sections_exist_in_the_notebook():
         for line in "".join(cell["source"]).splitlines()
         if line.startswith("## ")
     }
-    for title in basics.SECTIONS.values():
+    for title in [*basics.SECTIONS.values(), *basics.MISTAKE_SECTIONS.values()]:
         assert title in headings
 
 
@@ -475,8 +571,7 @@ def test_notebook_test_cells_call_existing_checks():
 CHECK_NAMES = ["check_vjp", "check_vjp_keeps_grad", "check_mean_gradient", "check_mean_gradient_stale",
                "check_mean_gradient_copy", "check_second_derivative", "check_second_derivative_general"]
 
-ALL_CASES = [(check, fn, kwargs) for check, fn, kwargs in CORRECT] + [
-    (check, fn, {}) for check, fn, _ in VJP_WRONG + ACC_WRONG + SECOND_WRONG]
+ALL_CASES = [(check, fn, kwargs) for check, fn, kwargs in CORRECT] + [(check, fn, {}) for check, fn, _, _ in WRONG]
 
 PLAIN_SCALARS = (str, int, float, bool, type(None))
 
@@ -631,8 +726,9 @@ def test_observe_survives_odd_student_code_and_swallows_warnings():
             observations = basics.observe(name, raises_unprintable)
             _walk(observations)
             assert all(o["error"]["type"] == "_Unprintable" for o in observations)
-            with pytest.raises(AssertionError, match="raised an error"):
+            with pytest.raises(CheckFailed, match="raised _Unprintable") as info:
                 basics.judge(name, observations)
+            assert info.value.finding.mistake == "raised_error"
         observations = basics.observe("check_vjp", warns_and_returns_subclass)
     _walk(observations)  # the subclass was turned into a plain tensor
     assert basics.judge("check_vjp", observations).startswith("vjp: matches")
@@ -648,22 +744,25 @@ def _good(name: str) -> list[dict[str, Any]]:
     return observations
 
 
-def _assert_rejected(name: str, observations: Any, fragment: str = "") -> str:
+def _assert_rejected(name: str, observations: Any, fragment: str = "", mistake: str = "") -> Finding:
+    """``judge`` fails these observations with a well-formed finding (of ``mistake``, when given)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(AssertionError) as info:
             basics.judge(name, observations)
     message = str(info.value)
-    _assert_message_shape(message)
+    _assert_message_shape(info.value)
     assert fragment in message, f"{fragment!r} not in:\n{message}"
+    if mistake:
+        assert info.value.finding.mistake == mistake, message
     assert info.value.__context__ is None
-    return message
+    return info.value.finding
 
 
 @pytest.mark.parametrize("name", CHECK_NAMES)
 def test_forged_observation_lists_fail(name):
     good = _good(name)
-    _assert_rejected(name, [], "malformed observations: expected")
+    _assert_rejected(name, [], "malformed observations: expected", "malformed_observations")
     _assert_rejected(name, None, "malformed")
     _assert_rejected(name, {"0": good[0]}, "malformed")
     _assert_rejected(name, "all good", "malformed")
@@ -676,7 +775,8 @@ def test_forged_observation_lists_fail(name):
     other = "check_vjp" if name != "check_vjp" else "check_vjp_keeps_grad"
     _assert_rejected(name, [{**o, "check": other} for o in good], "malformed")
     _assert_rejected(name, [{**o, "probe": True} if k == 1 else o for k, o in enumerate(good)], "malformed")
-    _assert_rejected(name, [{**o, "observer_error": "boom"} for o in good], "the observer itself failed")
+    _assert_rejected(name, [{**o, "observer_error": "boom"} for o in good], "the observer itself failed",
+                     "malformed_observations")
 
 
 _BAD_VALUES = [
@@ -698,7 +798,7 @@ def test_every_field_missing_or_of_the_wrong_type_fails(name):
         for key in keys:
             forged = copy.deepcopy(good)
             del forged[k][key]
-            _assert_rejected(name, forged, "malformed")
+            _assert_rejected(name, forged, "malformed", "malformed_observations")
             for what, bad in _BAD_VALUES:
                 forged = copy.deepcopy(good)
                 forged[k][key] = bad
@@ -729,7 +829,8 @@ def test_tensors_of_the_wrong_shape_or_values_fail(name):
             _assert_rejected(name, forged)
     forged = copy.deepcopy(good)
     forged[-1]["result"]["value"] = forged[-1]["result"]["value"] + 1.0
-    _assert_rejected(name, forged, "is wrong for")
+    finding = _assert_rejected(name, forged, "your result is wrong")
+    assert finding.mistake in ("vjp_wrong", "accumulate_wrong", "second_wrong")
     forged[-1]["result"]["value"] = forged[-1]["result"]["value"].to_sparse()
     _assert_rejected(name, forged, "malformed")
     # observations made with other probes (another seed) do not pass for these probes
@@ -741,7 +842,7 @@ def test_forged_facts_are_judged_not_trusted():
     # a forged error record fails, whatever else the observation claims
     forged = _good("check_vjp")
     forged[0]["error"] = {"type": "RuntimeError", "not_implemented": False, "message": "x", "code": None}
-    _assert_rejected("check_vjp", forged, "raised an error")
+    _assert_rejected("check_vjp", forged, "raised RuntimeError", "raised_error")
     forged[0]["error"] = {"type": "RuntimeError"}
     _assert_rejected("check_vjp", forged, "malformed")
     forged[0]["error"] = "RuntimeError"
@@ -753,22 +854,24 @@ def test_forged_facts_are_judged_not_trusted():
     _assert_rejected("check_vjp_keeps_grad", forged, "malformed")
     forged = _good("check_second_derivative_general")
     forged[0]["x_grad_after"] = torch.zeros_like(forged[0]["x_after"])
-    _assert_rejected("check_second_derivative_general", forged, "changed x.grad")
+    _assert_rejected("check_second_derivative_general", forged, "changed x.grad", "second_changed_x_grad")
 
     # events: missing backward, wrong order, or not events at all
-    for events, fragment in (([], "never backpropagated"), ([["forward", k] for k in range(4)], "never backpropagated"),
-                             ([["forward", 0], ["forward", 1], ["backward", 0], ["backward", 1], ["forward", 2],
-                               ["backward", 2], ["forward", 3], ["backward", 3]], "kept several batch graphs"),
-                             ([["forward", "0"]], "malformed"), ([["sideways", 0]], "malformed"),
-                             ([("forward", 0, 1)], "malformed"), ("forward", "malformed")):
+    never, several, bad = "accumulate_no_backward", "accumulate_one_backward_for_all", "malformed_observations"
+    for events, fragment, mistake in (
+            ([], "never backpropagated", never), ([["forward", k] for k in range(4)], "never backpropagated", never),
+            ([["forward", 0], ["forward", 1], ["backward", 0], ["backward", 1], ["forward", 2],
+              ["backward", 2], ["forward", 3], ["backward", 3]], "kept several batch graphs", several),
+            ([["forward", "0"]], "malformed", bad), ([["sideways", 0]], "malformed", bad),
+            ([("forward", 0, 1)], "malformed", bad), ("forward", "malformed", bad)):
         forged = _good("check_mean_gradient")
         forged[0]["events"] = events
-        _assert_rejected("check_mean_gradient", forged, fragment)
+        _assert_rejected("check_mean_gradient", forged, fragment, mistake)
 
     # aliasing of w.grad and w itself
     forged = _good("check_mean_gradient_copy")
     forged[0]["aliases_w_grad"] = True
-    _assert_rejected("check_mean_gradient_copy", forged, "returned w.grad itself")
+    _assert_rejected("check_mean_gradient_copy", forged, "returned w.grad itself", "accumulate_returns_alias")
     forged = _good("check_mean_gradient_copy")
     forged[0]["aliases_w_grad"] = 0
     _assert_rejected("check_mean_gradient_copy", forged, "malformed")
@@ -777,7 +880,8 @@ def test_forged_facts_are_judged_not_trusted():
     _assert_rejected("check_mean_gradient_copy", forged, "malformed")
     forged = _good("check_mean_gradient")
     forged[0]["w_requires_grad"] = False
-    _assert_rejected("check_mean_gradient", forged, "changed w itself")
+    finding = _assert_rejected("check_mean_gradient", forged, "changed w itself", "modified_input")
+    assert (finding.where, finding.expected, finding.received) == ("w.requires_grad", "True", "False")
     forged[0]["w_requires_grad"] = "yes"
     _assert_rejected("check_mean_gradient", forged, "malformed")
 
@@ -785,3 +889,94 @@ def test_forged_facts_are_judged_not_trusted():
     forged = _good("check_second_derivative")
     forged[0]["result"] = {"kind": "trust me"}
     _assert_rejected("check_second_derivative", forged, "malformed")
+
+
+
+def _grader_error() -> CheckFailed:
+    """A bug of ours, simulated: probes that cannot be built (negative size) fail the check, never pass it."""
+    with pytest.raises(CheckFailed) as info:
+        basics.judge("check_vjp", [], sizes=(-1,))
+    return info.value
+
+
+def test_a_bug_of_the_grader_is_a_grader_error_never_a_pass():
+    failure = _grader_error()
+    assert failure.finding.mistake == "grader_error"
+    assert "the grader could not finish this check (RuntimeError: " in str(failure)
+    _assert_message_shape(failure)
+
+
+# --- the mistake ids: one table of sentences, ids the class report can count
+
+
+_FIELD = re.compile(r"\{([a-z_]+)\}")
+
+
+def _template_fields(mistake: str) -> set[str]:
+    entry = messages.EN[mistake]
+    return {name for _, name, _, _ in string.Formatter().parse(entry.title + entry.hint) if name}
+
+
+@pytest.mark.parametrize("mistake", sorted(basics.MISTAKES))
+def test_every_mistake_id_is_in_the_table_and_renders_without_placeholders(mistake):
+    assert mistake in messages.EN, f"{mistake!r} has no message in grader/messages.py"
+    declared = set(basics.MISTAKES[mistake]) | {"exercise", "function"}
+    assert _template_fields(mistake) <= declared, f"{mistake}: its templates use fields basics does not fill"
+    for exercise in basics.SECTIONS:
+        finding = Finding(exercise=exercise, check="check_x", mistake=mistake,
+                          fields={"function": basics.SIGNATURES[exercise], **{f: "7" for f in basics.MISTAKES[mistake]}},
+                          section=basics.section(exercise, mistake))
+        text = finding.render()
+        assert not _FIELD.search(text), f"{mistake}: a template field was left unfilled:\n{text}"
+        assert finding.title and finding.hint and not _FIELD.search(finding.title + finding.hint)
+
+
+def _literal_mistakes() -> set[str]:
+    """Every mistake id written in grader/basics.py where a failure is raised: ``_Fail("id", ...)``, the
+    wrong-shape id given to ``_as_result``, ``_ERROR_MISTAKES``, and ids picked into a variable first."""
+    tree = ast.parse(Path(basics.__file__).read_text(encoding="utf-8"))
+    found: set[str] = set()
+
+    def strings(node: ast.AST) -> set[str]:  # string literals, except dict keys (field names)
+        keys = {id(k) for d in ast.walk(node) if isinstance(d, ast.Dict) for k in d.keys if k is not None}
+        return {n.value for n in ast.walk(node)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in keys}
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "_Fail" and node.args and isinstance(node.args[0], ast.Constant):
+                found.add(node.args[0].value)
+            if node.func.id == "_as_result" and len(node.args) >= 3 and isinstance(node.args[2], ast.Constant):
+                found.add(node.args[2].value)
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if names & {"mistake", "candidates", "_ERROR_MISTAKES"} and getattr(node, "value", None) is not None:
+            found |= {v for v in strings(node.value) if re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", v)}
+    return found
+
+
+def test_every_mistake_basics_can_raise_is_registered():
+    raised = _literal_mistakes()
+    assert len(raised) >= 30, sorted(raised)  # the scan found the raises
+    assert raised <= set(basics.MISTAKES), f"not in basics.MISTAKES: {sorted(raised - set(basics.MISTAKES))}"
+    assert set(basics.MISTAKES) <= set(messages.EN)
+    assert set(basics.MISTAKE_SECTIONS) <= set(basics.MISTAKES)
+
+
+def test_every_registered_mistake_is_reached_by_a_wrong_answer_or_forged_observation(capsys):
+    """No dead ids: each one in MISTAKES is produced here from real data and reads as the table says."""
+    reached: dict[str, str] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for check, fn, _, _ in WRONG:
+            with pytest.raises(CheckFailed) as info:
+                check(fn)
+            reached.setdefault(info.value.finding.mistake, str(info.value))
+    reached.setdefault("malformed_observations", str(_assert_rejected("check_vjp", None).render()))
+    reached.setdefault("grader_error", str(_grader_error()))
+    assert set(reached) == set(basics.MISTAKES), f"never reached: {sorted(set(basics.MISTAKES) - set(reached))}"
+    for mistake, text in reached.items():
+        title = messages.message(mistake).title.split("{")[0].strip()
+        assert title in text, f"{mistake}: the message does not say the mistake's sentence {title!r}:\n{text}"
+    capsys.readouterr()

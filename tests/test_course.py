@@ -68,6 +68,10 @@ def test_nbgrader_autogrades_the_bundled_class_to_the_expected_scores(tmp_path, 
     for student in expected:
         assert len(list((tmp_path / "course" / "feedback" / student / "autograd").glob("*.html"))) == 3
     assert "student" in out and "ada" in out and "total" in out
+    # Feedback names each hidden check with its outcome and diagnosis, never its code (nbgrader #917).
+    page = (tmp_path / "course" / "feedback" / "chen" / "autograd" / "03_double_backward.html").read_text()
+    assert "BEGIN HIDDEN TESTS" not in page and "seed=11" not in page
+    assert "[hidden check, other inputs] ✗ square · first derivatives: the gradient for `x` ignores grad_output" in page
     # The class report counts the planted mistakes under the students who made them.
     import csv
 
