@@ -25,11 +25,13 @@ import os
 import platform
 import random
 import re
+import resource
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -355,6 +357,14 @@ class Run:
     notebooks_started: int = 0
     trusted_lines: int = 0  # "trusted grading" log lines (one per notebook graded by TrustedExecute)
     failed_students: list[str] = field(default_factory=list)  # nbgrader: "error processing assignment ... for student"
+    cpu_seconds: float = 0.0  # CPU time of nbgrader and everything it started (reaped children)
+    machine_busy_seconds: float = 0.0  # CPU time the whole machine spent busy meanwhile (/proc/stat)
+    load_average: list[float] = field(default_factory=list)  # 1-minute load average sampled during the run
+
+    @property
+    def other_cpu_seconds(self) -> float:
+        """CPU time used by processes outside this run (other users, other jobs): it slows the run down."""
+        return max(0.0, self.machine_busy_seconds - self.cpu_seconds)
     log: str = ""
 
     @property
@@ -368,8 +378,35 @@ class Run:
         return (self.notebooks_started - 1) / span if span > 0 and self.notebooks_started > 1 else 0.0
 
 
+def machine_busy() -> float:
+    """Seconds of CPU time the machine has spent busy since boot, all cores (0 where /proc/stat is absent)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def sample_load(run: Run, stop: threading.Event) -> None:
+    while not stop.wait(2.0):
+        try:
+            run.load_average.append(os.getloadavg()[0])
+        except OSError:
+            return
+
+
 def run_nbgrader(run: Run, log_path: Path) -> Run:
     say(f"[{run.label}] $ (cd {run.cwd} && {shlex.join(run.command)})")
+    busy0, cpu0 = machine_busy(), children_cpu()
+    stop = threading.Event()
+    sampler = threading.Thread(target=sample_load, args=(run, stop), daemon=True)
+    sampler.start()
     started = time.monotonic()
     step = max(1, run.notebooks // 15)
     with open(log_path, "w", encoding="utf-8") as log:
@@ -394,12 +431,23 @@ def run_nbgrader(run: Run, log_path: Path) -> Run:
                 say(f"[{run.label}] {now:6.1f} s  {line.rstrip()[:200]}")
         run.returncode = process.wait()
     run.wall_seconds = time.monotonic() - started
+    stop.set()
+    run.cpu_seconds, run.machine_busy_seconds = children_cpu() - cpu0, machine_busy() - busy0
     run.log = str(log_path)
     if run.failed_students:
         say(f"[{run.label}] nbgrader could not autograde (removed from autograded/): {', '.join(run.failed_students)}")
     say(f"[{run.label}] done in {run.wall_seconds:.1f} s (exit code {run.returncode}), "
         f"{run.per_second:.2f} notebooks/s; log: {log_path}")
+    say(f"[{run.label}] CPU: {run.cpu_seconds:.0f} s used by this run, {run.other_cpu_seconds:.0f} s by other processes "
+        f"on the machine meanwhile ({load_note(run)})")
     return run
+
+
+def load_note(run: Run) -> str:
+    capacity = run.wall_seconds * (os.cpu_count() or 1)
+    share = run.other_cpu_seconds / capacity if capacity else 0.0
+    peak = max(run.load_average, default=0.0)
+    return f"{share:.0%} of the machine's capacity taken by others; peak 1-min load {peak:.1f}"
 
 
 def executed_by_kernel(root: Path) -> tuple[int, int]:
@@ -571,6 +619,11 @@ def main(argv: list[str] | None = None) -> int:
             say(f"  check:     stock ran Execute: {stock_numbered}/{stock_total} autograded notebooks carry kernel "
                 f"execution counts, {stock.trusted_lines} TrustedExecute log lines; ours: {ours.trusted_lines} "
                 f"TrustedExecute log lines, {ours_numbered} with execution counts")
+        say(f"  load:      ours: {load_note(ours)}" + (f"; stock: {load_note(stock)}" if stock else ""))
+        busy = [r for r in (ours, stock) if r and r.other_cpu_seconds > 0.1 * r.wall_seconds * cores]
+        if busy:
+            say("             (other processes used more than 10% of the machine during "
+                + " and ".join(r.label for r in busy) + ": the timings are pessimistic; rerun on a quiet machine)")
         say(f"  agreement: {result['honest_agreed']}/{result['honest_compared']} honest student x exercise scores "
             f"identical in both gradebooks")
         if result["honest_disagreements"]:
@@ -594,9 +647,9 @@ def main(argv: list[str] | None = None) -> int:
                                                  "python": platform.python_version()},
             "seed": args.seed, "students": len(students), "notebooks_per_student": per_student,
             "class": kinds, "stock_sample": [s.name for s in sample],
-            "ours": {k: v for k, v in asdict(ours).items()} | {"notebooks_per_second": ours.per_second,
-                                                               "steady_notebooks_per_second": ours.steady_per_second},
-            "stock": ({k: v for k, v in asdict(stock).items()} | {"notebooks_per_second": stock.per_second})
+            "ours": asdict(ours) | {"notebooks_per_second": ours.per_second, "steady_notebooks_per_second": ours.steady_per_second,
+                                    "other_cpu_seconds": ours.other_cpu_seconds},
+            "stock": (asdict(stock) | {"notebooks_per_second": stock.per_second, "other_cpu_seconds": stock.other_cpu_seconds})
             if stock else None,
             "ratio": ratio, **result, "sanity_problems": sanity, "failures": failures, "ok": not failures,
             "submissions": {s.name: {"kind": s.kind, "plan": s.plan} for s in students},

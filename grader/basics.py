@@ -8,7 +8,8 @@ One public ``check_*`` function per graded test cell. Each one
   a mistake id from ``MISTAKES`` (a key of ``grader.messages``, so the class report can count it),
   what was called on which probe, the first wrong element, expected versus received, and a hint
   naming the likely mistake and the notebook section to re-read; never a traceback of grader
-  internals. Every sentence comes from the message table, none is written here,
+  internals. Titles and hints come from the message table; only data (values, shapes, types,
+  the student's line) and short labels such as ``a tensor of shape (3,)`` are formatted here,
 - on success prints a single line starting with ``✓``.
 
 Every check has two halves, as in ``grader.observe`` / ``grader.checks``:

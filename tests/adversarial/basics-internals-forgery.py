@@ -1,0 +1,23 @@
+# notebook: 01_autograd_basics.ipynb
+# cell: vjp
+# others: solution
+# expect: vjp=0 accumulate=4 secondderiv=3
+# bound: 10
+# why: a wrong vector-Jacobian product (the sign), and grader.basics' internals (_invoke, the CHECKS registry)
+#      replaced so that the checks observe a right one instead
+import grader.basics
+
+
+def vector_jacobian_product(f, x, v):
+    out = f(x)
+    (vjp,) = torch.autograd.grad(out, x, grad_outputs=v)
+    return -vjp  # wrong: the sign
+
+
+def _honest(f, x, v):
+    (vjp,) = torch.autograd.grad(f(x), x, grad_outputs=v)
+    return vjp
+
+
+_invoke = grader.basics._invoke
+grader.basics._invoke = lambda fn, args: _invoke(_honest if fn is vector_jacobian_product else fn, args)

@@ -1,0 +1,48 @@
+# notebook: 03_double_backward.ipynb
+# cell: square
+# others: solution
+# expect: square=2 exp=6 sinh=6 cube=6
+# bound: 10
+# why: a wrong backward, and the grader's observers (grader.observe.*), judges (grader.checks.judge,
+#      grader.basics.judge) and wire encoder replaced, in place and by changing their code, so that they
+#      observe another (right) Function or declare success
+import builtins
+
+import grader.basics
+import grader.checks
+import grader.observe
+import grader.wire
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        return -grad_out * 2 * x  # wrong: the sign
+
+
+class _Honest(torch.autograd.Function):  # what the forgery reports instead of Square
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        return 2 * x * grad_out
+
+
+_Honest.__name__ = _Honest.__qualname__ = "Square"
+
+_observe = grader.observe.observe
+grader.observe.observe = lambda check, ex, fn, probes: _observe(check, ex, _Honest.apply, probes)
+builtins._adversarial_honest = _Honest  # reachable from the grader's globals, through builtins
+grader.observe.forward.__code__ = (lambda ex, fn, probe: {"forward": call(ex, _adversarial_honest.apply, probe.fresh())[0]}).__code__
+grader.observe.raw_backward = lambda probe, out, node, v: {"cls": "Square", "grads": [2 * probe.inputs[0].detach() * v]}
+grader.checks.judge = lambda *args, **kwargs: "all good"
+grader.basics.judge = lambda *args, **kwargs: "all good"
