@@ -43,6 +43,17 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# Renamed or deleted test cells: the submission is still graded, with the instructor's test cells put back.
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "grader.nbgrader_plugins.ForgetUnknownCells",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+c.OverwriteCells.add_missing_cells = True
+c.OverwriteCells.missing_cell_notification = "# This cell ({cell_id}) was missing from the submission; it was put back.\n"
 c.TrustedExecute.timeout = 120  # seconds per notebook
 c.TrustedExecute.allow_unsandboxed = False  # set True only where bubblewrap cannot run and the code is trusted
 

@@ -358,6 +358,7 @@ class Run:
     trusted_lines: int = 0  # "trusted grading" log lines (one per notebook graded by TrustedExecute)
     failed_students: list[str] = field(default_factory=list)  # nbgrader: "error processing assignment ... for student"
     cpu_seconds: float = 0.0  # CPU time of nbgrader and everything it started (reaped children)
+    nbgrader_process_cpu: float = 0.0  # of the nbgrader process alone (its threads: nbgrader, and our judging)
     machine_busy_seconds: float = 0.0  # CPU time the whole machine spent busy meanwhile (/proc/stat)
     load_average: list[float] = field(default_factory=list)  # 1-minute load average sampled during the run
 
@@ -393,25 +394,59 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def sample_load(run: Run, stop: threading.Event) -> None:
-    while not stop.wait(2.0):
+def tree_cpu(root_pid: int) -> tuple[float, float]:
+    """CPU seconds of ``root_pid`` and its living descendants, children they have reaped included (/proc);
+    and of ``root_pid`` alone (its own threads: for nbgrader, nbgrader itself and our judging threads)."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    own = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
         try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parents[int(entry)] = int(fields[1])
+        cpu[int(entry)] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+        if int(entry) == root_pid:
+            own = sum(int(x) for x in fields[11:13]) / tick
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0.0, [root_pid]
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo += children.get(pid, [])
+    return total, own
+
+
+def sample(run: Run, pid: int, stop: threading.Event, seen: list[float]) -> None:
+    """Every half second: the load average, and the CPU time of nbgrader's process tree (sandboxes included)."""
+    last_load = 0.0
+    while not stop.wait(0.5):
+        total, own = tree_cpu(pid)
+        seen.append(total)
+        run.nbgrader_process_cpu = max(run.nbgrader_process_cpu, own)
+        if time.monotonic() - last_load >= 2.0:
+            last_load = time.monotonic()
             run.load_average.append(os.getloadavg()[0])
-        except OSError:
-            return
 
 
 def run_nbgrader(run: Run, log_path: Path) -> Run:
     say(f"[{run.label}] $ (cd {run.cwd} && {shlex.join(run.command)})")
     busy0, cpu0 = machine_busy(), children_cpu()
-    stop = threading.Event()
-    sampler = threading.Thread(target=sample_load, args=(run, stop), daemon=True)
-    sampler.start()
+    stop, seen = threading.Event(), [0.0]
     started = time.monotonic()
     step = max(1, run.notebooks // 15)
     with open(log_path, "w", encoding="utf-8") as log:
         process = subprocess.Popen(run.command, cwd=run.cwd, env=course.nbgrader_env(), stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, bufsize=1)
+        sampler = threading.Thread(target=sample, args=(run, process.pid, stop, seen), daemon=True)
+        sampler.start()
         assert process.stdout is not None
         for line in process.stdout:
             log.write(line)
@@ -432,14 +467,17 @@ def run_nbgrader(run: Run, log_path: Path) -> Run:
         run.returncode = process.wait()
     run.wall_seconds = time.monotonic() - started
     stop.set()
-    run.cpu_seconds, run.machine_busy_seconds = children_cpu() - cpu0, machine_busy() - busy0
+    sampler.join()
+    # Sandboxed workers are not always reaped up the chain: take the larger of rusage and the sampled tree.
+    run.cpu_seconds, run.machine_busy_seconds = max(children_cpu() - cpu0, max(seen)), machine_busy() - busy0
     run.log = str(log_path)
     if run.failed_students:
         say(f"[{run.label}] nbgrader could not autograde (removed from autograded/): {', '.join(run.failed_students)}")
     say(f"[{run.label}] done in {run.wall_seconds:.1f} s (exit code {run.returncode}), "
         f"{run.per_second:.2f} notebooks/s; log: {log_path}")
-    say(f"[{run.label}] CPU: {run.cpu_seconds:.0f} s used by this run, {run.other_cpu_seconds:.0f} s by other processes "
-        f"on the machine meanwhile ({load_note(run)})")
+    say(f"[{run.label}] CPU: {run.cpu_seconds:.0f} s used by this run ({run.nbgrader_process_cpu:.0f} s in nbgrader's own "
+        f"process, the rest in what it started), {run.other_cpu_seconds:.0f} s by other processes on the machine "
+        f"meanwhile ({load_note(run)})")
     return run
 
 
@@ -488,14 +526,26 @@ def compare(students: list[Student], sample: list[Student], ours: dict, stock: d
     for s in students:  # all of ours against the catalogue's predictions, stock sample or not
         for exercise, points in s.expected.items():
             a = ours.get(s.name, {}).get(exercise)
-            if points is not None and (a is None or a[0] != points):
-                prediction_miss.append({"student": s.name, "exercise": exercise, "submitted": s.plan[exercise],
-                                        "ours": fmt(a), "predicted": f"{points:g}/{layout.full(exercise):g}"})
+            if points is None or (a is not None and a[0] == points):
+                continue
+            b = stock.get(s.name, {}).get(exercise)
+            verdict = ("not graded by stock: unresolved" if b is None else
+                       "stock agrees with ours: the prediction is wrong" if a == b else
+                       "stock disagrees with ours (see disagreements)")
+            prediction_miss.append({"student": s.name, "exercise": exercise, "submitted": s.plan[exercise],
+                                    "ours": fmt(a), "stock": fmt(b),
+                                    "predicted": f"{points:g}/{layout.full(exercise):g}", "verdict": verdict})
     missing = [s.name for s in students if s.name not in ours]
     return {"honest_compared": compared, "honest_agreed": agreed, "honest_disagreements": honest_disagree,
             "adversarial_differences": adversarial_diff, "adversarial_same": adversarial_same,
             "prediction_checked": sum(p is not None for s in students for p in s.expected.values()),
             "prediction_misses": prediction_miss, "missing_from_our_gradebook": missing}
+
+
+def prediction_misses(students: list[Student], ours: dict) -> list[Student]:
+    """Students some of whose honest exercise scores (ours) differ from the catalogue's prediction."""
+    return [s for s in students if any(p is not None and ours.get(s.name, {}).get(e, (None,))[0] != p
+                                       for e, p in s.expected.items())]
 
 
 def table(rows: list[dict[str, Any]], keys: list[str]) -> str:
@@ -515,6 +565,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stock-students", type=int, default=10,
                         help="students graded by stock nbgrader too (a deterministic sample; 0: skip stock)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic class and of the sample")
+    parser.add_argument("--adjudicate", type=int, default=5, metavar="N",
+                        help="add to stock's run up to N more students whose score (ours) differs from the "
+                             "catalogue's prediction, so that stock settles who is right (default 5)")
     parser.add_argument("--infinite-loop", action="store_true",
                         help="add an adversarial student whose notebook never ends (costs the timeout in both)")
     parser.add_argument("--json", type=Path, help="write the results as JSON to this path")
@@ -558,19 +611,25 @@ def main(argv: list[str] | None = None) -> int:
         base = make_base(workdir)
         ours_root, stock_root = workdir / "ours", workdir / "stock"
         make_course(base, ours_root, students)
-        if sample:
-            make_course(base, stock_root, sample)
-            write_stock_config(stock_root)
-        say(f"    generated the assignment and {len(students) * per_student + len(sample) * per_student} "
-            f"submitted notebooks in {time.monotonic() - t0:.1f} s")
+        say(f"    generated the assignment and {len(students) * per_student} submitted notebooks in "
+            f"{time.monotonic() - t0:.1f} s")
 
         say(f"\n2/4 ours: nbgrader autograde with the repository's config (TrustedExecute), {len(students)} students")
         ours = run_nbgrader(Run("ours", course.nbgrader_command("autograde", ASSIGNMENT, f"--CourseDirectory.root={ours_root}",
                                                                 "--CourseDirectory.release_directory=release"),
                                 str(REPO), len(students) * per_student), workdir / "ours.log")
+        ours_scores = course.gradebook_scores(f"sqlite:///{ours_root / 'gradebook.db'}")
+        sampled = {s.name for s in sample}
+        extras = [s for s in prediction_misses(students, ours_scores) if s.name not in sampled][: max(0, args.adjudicate)]
+        if sample or extras:
+            sample = sorted(sample + extras, key=lambda s: s.name)
+            make_course(base, stock_root, sample)
+            write_stock_config(stock_root)
         stock = None
         if sample:
-            say(f"\n3/4 stock: nbgrader autograde with nbgrader's default preprocessors (Execute), {len(sample)} students")
+            say(f"\n3/4 stock: nbgrader autograde with nbgrader's default preprocessors (Execute), {len(sample)} students"
+                + (f" (the sample, plus {', '.join(s.name for s in extras)}: our score differs from the catalogue's "
+                   "prediction, stock settles it)" if extras else ""))
             stock = run_nbgrader(Run("stock", course.nbgrader_command("autograde", ASSIGNMENT, f"--CourseDirectory.root={stock_root}",
                                                                       "--CourseDirectory.release_directory=release"),
                                      str(stock_root), len(sample) * per_student), workdir / "stock.log")
@@ -578,7 +637,6 @@ def main(argv: list[str] | None = None) -> int:
             say("\n3/4 stock: skipped (--stock-students 0)")
 
         say("\n4/4 reading both gradebooks")
-        ours_scores = course.gradebook_scores(f"sqlite:///{ours_root / 'gradebook.db'}")
         stock_scores = course.gradebook_scores(f"sqlite:///{stock_root / 'gradebook.db'}") if sample else {}
         result = compare(students, sample, ours_scores, stock_scores, layout)
 
@@ -598,7 +656,8 @@ def main(argv: list[str] | None = None) -> int:
             if stock_total == 0 or stock_numbered < stock_total:
                 sanity.append(f"stock: only {stock_numbered}/{stock_total} autograded notebooks were executed by a kernel")
         failures = sanity + (["honest submissions scored differently by ours and stock"] if result["honest_disagreements"] else []) \
-            + (["our scores differ from the catalogue's predictions"] if result["prediction_misses"] else []) \
+            + (["our scores differ from the catalogue's predictions and stock did not grade them (see --adjudicate)"]
+               if any(m["verdict"].endswith("unresolved") for m in result["prediction_misses"]) else []) \
             + (["students missing from our gradebook"] if result["missing_from_our_gradebook"] else [])
 
         ratio = ours.per_second / stock.per_second if stock and stock.per_second else None
@@ -613,6 +672,14 @@ def main(argv: list[str] | None = None) -> int:
             say(f"  stock:     {stock.notebooks} notebooks ({len(sample)} students) in {stock.wall_seconds:.1f} s = "
                 f"{stock.per_second:.2f} notebooks/s  ({stock.wall_seconds / stock.notebooks:.2f} s per notebook)")
             say(f"  ratio:     ours / stock = {ratio:.1f}x notebooks per second (goal: >= 10x)")
+            if ours.cpu_seconds and stock.cpu_seconds:
+                say(f"  CPU:       {ours.cpu_seconds / ours.notebooks:.2f} s per notebook for ours (all processes, on "
+                    f"{cores} cores), {stock.cpu_seconds / stock.notebooks:.2f} s for stock (one core): ours needs "
+                    f"{stock.cpu_seconds / stock.notebooks / (ours.cpu_seconds / ours.notebooks):.1f}x less CPU per notebook")
+                say(f"             ours: {ours.nbgrader_process_cpu / ours.notebooks:.2f} s in nbgrader's process (nbgrader, "
+                    f"and judging in its threads), {(ours.cpu_seconds - ours.nbgrader_process_cpu) / ours.notebooks:.2f} s in "
+                    f"the sandboxed workers; stock: {stock.nbgrader_process_cpu / stock.notebooks:.2f} s in nbgrader's "
+                    f"process, {(stock.cpu_seconds - stock.nbgrader_process_cpu) / stock.notebooks:.2f} s in kernels")
             if stock.failed_students:
                 say(f"  stock:     nbgrader reported errors for (and removed the autograded notebooks of): "
                     f"{', '.join(stock.failed_students)}; its exit code was {stock.returncode}")
@@ -636,7 +703,8 @@ def main(argv: list[str] | None = None) -> int:
         say(f"  catalogue: {result['prediction_checked'] - len(result['prediction_misses'])}/{result['prediction_checked']} "
             f"of our honest exercise scores (whole class) equal the `# expect:` predictions")
         if result["prediction_misses"]:
-            say(table(result["prediction_misses"], ["student", "exercise", "submitted", "ours", "predicted"]))
+            say(table(result["prediction_misses"], ["student", "exercise", "submitted", "ours", "stock", "predicted",
+                                                     "verdict"]))
         for problem in sanity:
             say(f"  PROBLEM: {problem}")
         say(f"  verdict:   {'FAIL: ' + '; '.join(failures) if failures else 'OK'}")
@@ -646,7 +714,8 @@ def main(argv: list[str] | None = None) -> int:
             "command": command_line, "machine": {"node": platform.node(), "cores": cores, "platform": platform.platform(),
                                                  "python": platform.python_version()},
             "seed": args.seed, "students": len(students), "notebooks_per_student": per_student,
-            "class": kinds, "stock_sample": [s.name for s in sample],
+            "class": kinds, "stock_students": [s.name for s in sample], "stock_added_to_settle_predictions":
+            [s.name for s in extras],
             "ours": asdict(ours) | {"notebooks_per_second": ours.per_second, "steady_notebooks_per_second": ours.steady_per_second,
                                     "other_cpu_seconds": ours.other_cpu_seconds},
             "stock": (asdict(stock) | {"notebooks_per_second": stock.per_second, "other_cpu_seconds": stock.other_cpu_seconds})

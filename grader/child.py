@@ -18,6 +18,7 @@ import builtins
 import json
 import os
 import sys
+import threading
 from typing import Any
 
 import torch
@@ -31,16 +32,25 @@ GUARDED: list[tuple[Any, str]] = [
     (torch.autograd, "gradgradcheck"), (torch.autograd, "Function"), (torch.Tensor, "backward"),
     (torch, "autograd"), (torch, "Tensor"), (torch, "no_grad"), (torch, "enable_grad"),
     (torch.autograd.function.Function, "apply"), (json, "dumps"), (os, "fsync"),
-] + [(observe, name) for name in dir(observe) if callable(getattr(observe, name)) and not name.startswith("__")] \
-  + [(basics, name) for name in ("observe",)] + [(wire, "encode")]
+] + [(module, name) for module in (observe, basics, wire) for name in dir(module)
+     if callable(getattr(module, name)) and not name.startswith("__")]
+
+
+def _function_state(value: Any) -> Any:
+    """What a notebook could rewrite inside a function object: its code and its default arguments."""
+    if not hasattr(value, "__code__"):
+        return None
+    return (value.__code__, value.__defaults__, value.__kwdefaults__)
 
 
 def snapshot() -> dict[tuple[int, str], tuple[Any, Any, Any]]:
     kept: dict[tuple[int, str], tuple[Any, Any, Any]] = {}
-    for owner, name in GUARDED:
+    this = sys.modules[__name__]
+    guarded = GUARDED + [(this, name) for name in dir(this) if callable(getattr(this, name)) and not name.startswith("__")]
+    for owner, name in guarded:
         if hasattr(owner, name):
             value = owner.__dict__.get(name, getattr(owner, name)) if isinstance(owner, type) else getattr(owner, name)
-            kept[(id(owner), name)] = (owner, value, getattr(value, "__code__", None))
+            kept[(id(owner), name)] = (owner, value, _function_state(value))
     kept[(id(builtins), "*")] = (builtins, dict(vars(builtins)), None)
     return kept
 
@@ -60,9 +70,9 @@ def restore(kept: dict[tuple[int, str], tuple[Any, Any, Any]]) -> list[str]:
         if now is not value:
             replaced.append(f"{getattr(owner, '__name__', owner)}.{name}")
             setattr(owner, name, value)
-        if code is not None and getattr(value, "__code__", code) is not code:
+        if code is not None and _function_state(value) != code:
             replaced.append(f"the code of {getattr(owner, '__name__', owner)}.{name}")
-            value.__code__ = code
+            value.__code__, value.__defaults__, value.__kwdefaults__ = code
     return replaced
 
 
@@ -88,12 +98,20 @@ def observe_call(call: dict[str, Any], namespace: dict[str, Any]) -> list[dict[s
 
 
 def main(plan_path: str, results_path: str) -> None:
-    kept = snapshot()
-    write = os.write  # kept too: the results channel must not be patchable
-    dumps, encode, fsync = json.dumps, wire.encode, os.fsync
     with open(plan_path, encoding="utf-8") as f:
         plan = json.load(f)
     fd = os.open(results_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    run(plan, fd)
+    os.close(fd)
+
+
+def run(plan: list[dict[str, Any]], fd: int) -> None:
+    """Execute the plan, appending one JSON line per event to ``fd`` (flushed at once)."""
+    # Everything this loop calls is held in locals from here on: replacing grader.child.* or the module's
+    # globals from a notebook cell changes nothing below.
+    kept, restore_all, observe_one = snapshot(), restore, observe_call
+    write = os.write  # kept too: the results channel must not be patchable
+    dumps, encode, fsync = json.dumps, wire.encode, os.fsync
 
     def report(entry: dict[str, Any]) -> None:
         write(fd, (dumps(encode(entry)) + "\n").encode())
@@ -109,15 +127,18 @@ def main(plan_path: str, results_path: str) -> None:
             error = run.error_before_exec or run.error_in_exec
             report({"event": "done", "index": item["index"], "error": f"{type(error).__name__}: {error}" if error else ""})
             continue
-        replaced = restore(kept)
+        sys.settrace(None)  # no tracing or profiling hook of the notebook may watch or rewrite observing
+        sys.setprofile(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+        threading.setprofile(None)  # type: ignore[arg-type]
+        replaced = restore_all(kept)
         calls = []
         for call in item["calls"]:
             try:
-                calls.append({"observations": observe_call(call, shell.user_ns)})
+                calls.append({"observations": observe_one(call, shell.user_ns)})
             except Exception as exc:  # the function under test is missing or its lookup failed
                 calls.append({"error": f"{type(exc).__name__}: {exc}"})
         report({"event": "observed", "index": item["index"], "calls": calls, "restored": replaced})
-    os.close(fd)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,26 @@ from traitlets import Bool, Float  # noqa: E402
 RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json
 
 
+class ForgetUnknownCells(NbGraderPreprocessor):
+    """Sanitizing: a cell whose grade_id the gradebook does not know (renamed or invented in the submission)
+    becomes plain code, instead of failing the whole notebook; the real test cell, now missing, is added
+    back by OverwriteCells (add_missing_cells) and graded as usual."""
+
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        from nbgrader.api import Gradebook
+
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gb:
+            known = {c.name for c in gb.find_notebook(info["notebook"], info["assignment"]).source_cells}
+        for cell in nb.cells:
+            meta = cell.get("metadata", {})
+            grade_id = meta.get("nbgrader", {}).get("grade_id")
+            if "nbgrader" in meta and grade_id not in known:
+                self.log.warning("cell %r is not in the gradebook (renamed?): graded as plain code", grade_id)
+                del meta["nbgrader"]
+        return nb, resources
+
+
 class HideHiddenTests(NbGraderPreprocessor):
     """For feedback: hidden tests' code becomes one comment line; their names, outcomes and diagnoses stay
     in the cell's output (nbgrader's feedback otherwise shows their source, nbgrader issue #917)."""

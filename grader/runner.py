@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -266,37 +267,52 @@ def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: l
         raise SandboxRefused(f"refusing to run student code without a sandbox: {why}. "
                              "Fix that, or pass --allow-unsandboxed (only for code you trust).")
     plan = []
+    beyond = max((c.index for c in cells), default=0) + 1  # keys for missing test cells: after every real cell
     for cell in cells:
-        key = cell.index if cell.index >= 0 else len(cells) + len(plan)
+        key = cell.index if cell.index >= 0 else beyond + len(plan)
         if cell.graded:
             plan.append({"kind": "test", "index": key, "grade_id": cell.grade_id, "calls": [c.as_dict() for c in cell.calls]})
         else:
             plan.append({"kind": "code", "index": key, "source": cell.source})
     keys = {item["index"]: (cell.index if cell.index >= 0 else ("missing", cell.grade_id)) for item, cell in zip(plan, cells)}
+    if pool is None and ok:
+        from .pool import Pool
+
+        with Pool(hide=hide, workers=1) as own:  # one notebook: a pool of one, same isolation as a class
+            return _execute_in(own, plan, keys, cells, timeout)
     if pool is not None:
-        data, ended = pool.run(plan, timeout)
-        outcome = sandbox.Outcome(ended.returncode, "", 0.0, ended.stopped, sandbox.Limits(wall_seconds=timeout))
-        return _read_results(data, keys, cells, outcome)
+        return _execute_in(pool, plan, keys, cells, timeout)
     scratch = Path(tempfile.mkdtemp(prefix="grader-"))
-    try:
+    try:  # no sandbox, explicitly allowed by the instructor: trusted code only
         (scratch / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
         results = scratch / "results.jsonl"
         argv = [sys.executable, "-m", "grader.child", str(scratch / "plan.json"), str(results)]
         env = {"MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore", "GRADER_NO_DRAW": "1", "PYTHONNOUSERSITE": "1"}
-        if ok:
-            outcome = sandbox.run(argv, scratch=scratch, hide=hide, expose=_exposed(), env=env,
-                                  limits=sandbox.Limits(wall_seconds=timeout))
-        else:
-            outcome = _run_unsandboxed(argv, scratch, env, timeout)
-        data = results.read_bytes()[:RESULTS_LIMIT] if results.exists() else b""
-        return _read_results(data, keys, cells, outcome)
+        outcome = _run_unsandboxed(argv, scratch, env, timeout)
+        return _read_results(_read_regular_file(results), keys, cells, outcome)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _exposed() -> list[Path]:
-    """Read-only paths the child needs even inside a hidden course folder: the venv and this package."""
-    return [Path(sys.prefix), Path(__file__).resolve().parent]
+def _execute_in(pool: "Pool", plan: list[dict[str, Any]], keys: dict[int, Any], cells: list[Cell],
+                timeout: float) -> tuple[dict[Any, dict[str, Any]], str, list[str]]:
+    data, ended = pool.run(plan, timeout)
+    outcome = sandbox.Outcome(ended.returncode, "", 0.0, ended.stopped, sandbox.Limits(wall_seconds=timeout))
+    return _read_results(data, keys, cells, outcome)
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """At most RESULTS_LIMIT bytes of a regular file; nothing from a FIFO, a device or a symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.read(fd, RESULTS_LIMIT)
+    finally:
+        os.close(fd)
 
 
 def _run_unsandboxed(argv: list[str], scratch: Path, env: dict[str, str], timeout: float) -> sandbox.Outcome:

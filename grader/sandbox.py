@@ -19,6 +19,7 @@ import resource
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -120,14 +121,33 @@ class _Cgroups:
                     time.sleep(0.02)
 
 
-def command(argv: list[str], scratch: Path, hide: list[Path], expose: list[Path], env: dict[str, str]) -> list[str]:
-    """The bwrap command line for ``argv``."""
-    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+REPOSITORY = Path(__file__).resolve().parent.parent  # holds solutions/ and maybe a demo course: never visible
+
+
+def default_hidden(extra: list[Path] = ()) -> list[Path]:  # type: ignore[assignment]
+    """What a sandbox must not see: the given course folders, this repository, and people's home folders."""
+    candidates = [*extra, REPOSITORY, Path("/root"), Path("/home")]
+    return sorted({p.resolve() for p in candidates if p.exists()}, key=lambda p: len(p.parts))
+
+
+def default_exposed() -> list[Path]:
+    """What it needs even inside a hidden folder, read-only: the venv, the Python install, the grader package."""
+    paths = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(__file__).resolve().parent}
+    return sorted(paths, key=lambda p: len(p.parts))
+
+
+def command(argv: list[str], scratch: Path | None, hide: list[Path], expose: list[Path], env: dict[str, str],
+            tmp_bytes: int | None = None) -> list[str]:
+    """The bwrap command line for ``argv``: ``scratch`` bound writable (or none), /tmp private (sized)."""
+    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args += (["--size", str(tmp_bytes)] if tmp_bytes else []) + ["--tmpfs", "/tmp"]
     for path in hide:
         args += ["--tmpfs", str(path)]
     for path in expose:
         args += ["--ro-bind", str(path), str(path)]
-    args += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch),
+    if scratch is not None:
+        args += ["--bind", str(scratch), str(scratch)]
+    args += ["--chdir", str(scratch or "/tmp"),
              "--unshare-all", "--die-with-parent", "--new-session", "--uid", str(NOBODY), "--gid", str(NOBODY),
              "--clearenv"]
     for key, value in env.items():

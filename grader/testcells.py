@@ -78,6 +78,8 @@ def parse(source: str, grade_id: str = "") -> list[CheckCall]:
             raise UnsupportedTestCell(f"{where}: only grader imports and `checks.<check>(...)` / "
                                       f"`basics.check_<name>(...)` calls can be graded in the sandbox")
         module, name = call.func.value.id, call.func.attr
+        if any(kw.arg is None for kw in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+            raise UnsupportedTestCell(f"{where}: write every argument out (no * or ** unpacking)")
         try:
             kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords if kw.arg}
             if module == "checks":

@@ -67,4 +67,8 @@ def _tensor(obj: dict[str, Any], budget: list[int]) -> torch.Tensor:
         raise WireError("tensor data does not match its shape, or is too large")
     if not all(isinstance(x, (int, float)) for x in data):  # bools are ints, which is fine
         raise WireError("tensor data must be numbers")
-    return torch.tensor(data, dtype=torch.float64 if dtype in (torch.bfloat16, torch.float16) else dtype).reshape(shape).to(dtype)
+    try:
+        kind = torch.float64 if dtype in (torch.bfloat16, torch.float16) else dtype
+        return torch.tensor(data, dtype=kind).reshape(shape).to(dtype)
+    except (RuntimeError, OverflowError, ValueError) as exc:  # e.g. integers out of the dtype's range
+        raise WireError(f"tensor data does not fit {dtype}: {exc}") from None

@@ -1,12 +1,14 @@
 """A long-lived grading worker: lives inside bubblewrap with torch imported, forks one child per notebook.
 
-    python -m grader.worker        (started by grader.pool, never by hand)
+    python -I -m grader.worker        (started by grader.pool, never by hand: it refuses outside a sandbox)
 
-Protocol, one JSON object per line: the pool sends {"id", "dir", "timeout", "memory"}; the worker forks a
-child that runs ``grader.child`` on dir/plan.json, writing dir/results.jsonl, and answers
-{"id", "returncode", "stopped"} once the child is gone. Before answering it kills every process the child
-left behind (the worker's pid namespace holds nothing else), so the next notebook starts clean. The
-worker is not dumpable, so a child cannot read or write its memory.
+Protocol, one JSON object per line. The pool sends {"id", "plan", "timeout", "memory", "file_bytes"}; the
+worker forks a child that runs the plan (``grader.child.run``) in a fresh folder of the sandbox's private,
+size-limited /tmp, and answers {"id", "returncode", "stopped", "seconds", "results"} once the child is
+gone. The results are read through the worker's own descriptor of the file the child writes, so renaming,
+replacing or unlinking that path changes nothing. Before answering, the worker kills every process the
+child left behind and empties /tmp, so the next notebook starts from nothing its predecessor made. The
+worker is not dumpable: a child can neither read nor write its memory.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import ctypes
 import json
 import os
 import resource
+import shutil
 import signal
 import sys
 import time
@@ -27,6 +30,17 @@ import torch  # noqa: E402
 from . import child  # noqa: E402
 
 PR_SET_DUMPABLE = 4
+SCRATCH = "/tmp"
+RESULTS_LIMIT = 50_000_000  # bytes of results sent back per notebook
+
+
+def in_own_pid_namespace() -> bool:
+    """True only inside bubblewrap's pid namespace (bwrap is pid 1, this worker pid 2)."""
+    try:
+        with open("/proc/1/comm") as f:
+            return f.read().strip() == "bwrap" and os.getpid() == 2
+    except OSError:
+        return False
 
 
 def _not_dumpable() -> None:
@@ -47,7 +61,7 @@ def _virtual_memory() -> int:
 def _kill_leftovers() -> None:
     """SIGKILL every process in this pid namespace except its init (1) and this worker."""
     me = os.getpid()
-    for _ in range(3):
+    for _ in range(5):
         others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]
         if not others:
             return
@@ -64,39 +78,52 @@ def _kill_leftovers() -> None:
         time.sleep(0.01)
 
 
-def _run_child(task: dict, base_memory: int) -> int:
+def _empty_scratch() -> None:
+    for name in os.listdir(SCRATCH):
+        path = os.path.join(SCRATCH, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def _run_child(task: dict, folder: str, results_fd: int, base_memory: int) -> int:
     pid = os.fork()
     if pid == 0:  # the child: a fresh process with torch already imported
         try:
             os.setsid()
-            folder = task["dir"]
             os.chdir(folder)
+            for key, value in (("HOME", folder), ("MPLCONFIGDIR", folder), ("IPYTHONDIR", folder),
+                               ("TMPDIR", folder), ("TORCHINDUCTOR_CACHE_DIR", folder)):
+                os.environ[key] = value
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
-            os.closerange(3, 1024)
+            os.dup2(results_fd, 3)
+            os.closerange(4, 4096)  # the worker's pipes and everything else: out of reach
             limit = base_memory + int(task["memory"])
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (int(task.get("file_bytes", 64 * 2**20)),) * 2)
             torch.set_num_threads(1)
-            child.main(os.path.join(folder, "plan.json"), os.path.join(folder, "results.jsonl"))
+            child.run(task["plan"], 3)
             os._exit(0)
         except BaseException:
             os._exit(1)
     return pid
 
 
-def main() -> None:
-    _not_dumpable()
-    base_memory = _virtual_memory()
-    out = sys.stdout
-    out.write(json.dumps({"ready": True}) + "\n")
-    out.flush()
-    for line in sys.stdin:
-        task = json.loads(line)
-        started = time.monotonic()
-        pid = _run_child(task, base_memory)
+def _grade(task: dict, base_memory: int) -> dict:
+    started = time.monotonic()
+    _empty_scratch()
+    folder = os.path.join(SCRATCH, "notebook")
+    os.mkdir(folder, 0o700)
+    results_fd = os.open(os.path.join(folder, "results.jsonl"), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+    try:
+        pid = _run_child(task, folder, results_fd, base_memory)
         stopped, status = "", 0
         deadline = started + float(task["timeout"])
         while True:
@@ -113,11 +140,28 @@ def main() -> None:
                 break
             time.sleep(0.005)
         _kill_leftovers()
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        if code == -signal.SIGXFSZ:
-            stopped = "output"
-        out.write(json.dumps({"id": task["id"], "returncode": code, "stopped": stopped,
-                              "seconds": time.monotonic() - started}) + "\n")
+        results = os.pread(results_fd, RESULTS_LIMIT, 0).decode("utf-8", errors="replace")
+    finally:
+        os.close(results_fd)
+        _empty_scratch()
+    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    if code == -signal.SIGXFSZ:
+        stopped = "output"
+    return {"id": task["id"], "returncode": code, "stopped": stopped, "seconds": time.monotonic() - started,
+            "results": results}
+
+
+def main() -> None:
+    if not in_own_pid_namespace():
+        # Cleaning up after a notebook kills every other process in the namespace: never outside a sandbox.
+        sys.exit("grader.worker runs only inside the sandbox that grader.pool starts (own pid namespace)")
+    _not_dumpable()
+    base_memory = _virtual_memory()
+    out = sys.stdout
+    out.write(json.dumps({"ready": True}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        out.write(json.dumps(_grade(json.loads(line), base_memory)) + "\n")
         out.flush()
 
 

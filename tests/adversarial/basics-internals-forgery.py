@@ -3,8 +3,8 @@
 # others: solution
 # expect: vjp=0 accumulate=4 secondderiv=3
 # bound: 10
-# why: a wrong vector-Jacobian product (the sign), and grader.basics' internals (_invoke, the CHECKS registry)
-#      replaced so that the checks observe a right one instead
+# why: a wrong vector-Jacobian product (the sign), and grader.basics._invoke (which calls the student's function
+#      for the observers) replaced so that the checks observe a right one instead
 import grader.basics
 
 

@@ -3,7 +3,8 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 20
-# why: looks everywhere it can for the solutions notebooks, the hidden tests and the gradebook; had it found
+# why: looks everywhere it can (the repository, home folders, /tmp, its own folder) for the solutions
+#      notebooks, the hidden tests and the gradebook; had it found
 #      any, it would have copied the answer (a right Square). It must find nothing, so its own (wrong) Square
 #      is graded. What it saw is printed and written to seen.txt in its scratch.
 import os
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import grader
 
-NEEDLES = (b"BEGIN SOLUTION", b"END SOLUTION", b"BEGIN HIDDEN TESTS")
+NEEDLES = (b"### BEGIN " + b"SOLUTION", b"### END " + b"SOLUTION", b"### BEGIN " + b"HIDDEN TESTS")  # not literally: this cell is in plan.json
 SKIP = {".git", ".venv", "venv", "site-packages", "node_modules", "proc", "sys", "dev", "usr", "lib", "lib64", "bin",
         "sbin", "boot", "etc", "snap", "__pycache__", "run"}
 

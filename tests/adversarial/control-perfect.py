@@ -1,6 +1,0 @@
-# notebook: all
-# cell: none
-# others: solution
-# expect: vjp=3 accumulate=4 secondderiv=3 linear=6 square=6 exp=6 sinh=6 cube=6
-# bound: 20
-# why: the honest control: the instructor's answers get every point

@@ -1,0 +1,606 @@
+"""Adversarial submissions, autograded end to end by `nbgrader autograde` with the course's configuration.
+
+Each file in tests/adversarial/ is one student: which notebooks it hands in, which answer cells it replaces with
+the code in the file, how the notebook is otherwise edited, and the points per exercise nbgrader must record
+(tests/adversarial/README.md describes the header). The students of a class are autograded together in a
+temporary course built like ``grader.course.demo`` (solutions symlinked, `nbgrader generate_assignment`,
+`submitted/<student>/autograd/*.ipynb`), then the gradebook, the course folder and the machine are inspected.
+
+The fast tests at the end check the pieces the corpus relies on (`runner.cells_to_run`, `testcells.parse`,
+`wire.decode`) without nbgrader.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import course, runner, sandbox, testcells, wire
+
+CASES_DIR = Path(__file__).resolve().parent / "adversarial"
+REPO = course.REPO
+SOLUTIONS = REPO / "solutions" / course.ASSIGNMENT
+NOTEBOOKS = sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))
+TIMEOUT = 20  # --TrustedExecute.timeout: seconds per notebook
+SLACK = 5  # seconds a class run may take beyond the sum of its bounds before it is killed (and fails)
+
+AVAILABLE, WHY = sandbox.available()
+needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
+
+
+# --- the corpus ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    path: Path
+    notebooks: tuple[str, ...]
+    cells: dict[str, str]  # grade_id -> answer source
+    others: str  # "solution" or "stub"
+    expect: dict[str, tuple[float, float]]  # exercise -> (lowest, highest) points
+    bound: float
+    classes: tuple[str, ...] = ("main",)
+    transforms: tuple[tuple[str, ...], ...] = ()
+    after: tuple[tuple[str, ...], ...] = ()
+    why: str = ""
+
+    @property
+    def student(self) -> str:
+        return self.path.stem
+
+
+def _solution_cells() -> dict[str, str]:
+    return course.answer_sources(SOLUTIONS)
+
+
+def _exercises() -> dict[str, str]:
+    """exercise -> the notebook it is in."""
+    found = {}
+    for name in NOTEBOOKS:
+        for cell in nbformat.read(str(SOLUTIONS / name), as_version=4).cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if meta.get("grade") and meta.get("grade_id"):
+                found[runner.exercise_of(meta["grade_id"])] = name
+    return found
+
+
+def read_case(path: Path) -> Case:
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    header: dict[str, list[str]] = {}
+    key = None
+    body_start = len(lines)
+    for number, line in enumerate(lines):
+        match = re.match(r"^# (\w+): ?(.*)$", line)
+        if match and not line.startswith("# %% cell:"):
+            key = match.group(1)
+            header.setdefault(key, []).append(match.group(2).strip())
+        elif key == "why" and re.match(r"^#\s{2,}\S", line):
+            header["why"][-1] += " " + line.lstrip("# ").strip()
+        else:
+            body_start = number
+            break
+    body = "\n".join(lines[body_start:]).strip("\n") + "\n"
+    solutions = _solution_cells()
+
+    def answer(grade_id: str, source: str) -> str:
+        return "\n".join(solutions[grade_id] if line.strip() == "# <solution>" else line for line in source.split("\n"))
+
+    names = header["cell"][0].split()
+    cells: dict[str, str] = {}
+    if names != ["none"]:
+        parts = re.split(r"^# %% cell: (\S+)\n", body, flags=re.M)
+        if len(parts) == 1:
+            assert len(names) == 1, f"{path.name}: several cells need `# %% cell: <grade_id>` lines"
+            cells[names[0]] = answer(names[0], body)
+        else:
+            assert not parts[0].strip(), f"{path.name}: code before the first `# %% cell:` line"
+            cells = {parts[k]: answer(parts[k], parts[k + 1]) for k in range(1, len(parts), 2)}
+            assert list(cells) == names, f"{path.name}: `# cell:` says {names}, the sections are {list(cells)}"
+    notebook = header["notebook"][0]
+    expect = {}
+    for pair in header["expect"][0].split():
+        exercise, value = pair.split("=")
+        low, _, high = value.partition("..")
+        expect[exercise] = (float(low), float(high or low))
+    return Case(
+        path=path,
+        notebooks=tuple(NOTEBOOKS) if notebook == "all" else (notebook,),
+        cells=cells,
+        others=header["others"][0],
+        expect=expect,
+        bound=float(header["bound"][0]),
+        classes=tuple(header.get("class", ["main"])[0].split()),
+        transforms=tuple(tuple(t.split(" ", 2)) for t in header.get("transform", [])),
+        after=tuple(tuple(a.split()) for a in header.get("after", [])),
+        why=" ".join(header.get("why", [])),
+    )
+
+
+CASES = [read_case(p) for p in sorted(CASES_DIR.glob("*.py"))]
+CLASSES = sorted({c for case in CASES for c in case.classes})
+
+
+def students_of(klass: str) -> list[Case]:
+    return [case for case in CASES if klass in case.classes]
+
+
+# --- notebook edits (`# transform:`) -----------------------------------------------------------------
+
+
+def _find(nb: nbformat.NotebookNode, grade_id: str) -> int | None:
+    for index, cell in enumerate(nb.cells):
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
+            return index
+    return None
+
+
+def _source(nb: nbformat.NotebookNode, index: int, text: str) -> None:
+    nb.cells[index].source = text.replace("\\n", "\n")
+
+
+def _delete(nb: nbformat.NotebookNode, index: int) -> None:
+    del nb.cells[index]
+
+
+def _rename(nb: nbformat.NotebookNode, index: int, new_id: str) -> None:
+    nb.cells[index].metadata["nbgrader"]["grade_id"] = new_id
+
+
+TRANSFORMS = {"source": _source, "delete": _delete, "rename": _rename}
+
+
+# --- building and grading a class ----------------------------------------------------------------------
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@dataclass
+class GradedClass:
+    name: str
+    root: Path
+    returncode: int | None
+    seconds: float
+    killed: bool
+    log: str
+    scores: dict[str, dict[str, tuple[float, float]]]
+    submitted_before: dict[str, str]
+    submitted_after: dict[str, str]
+    notebook_seconds: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def verdicts(self, student: str, exercises: set[str] | None = None) -> str:
+        """The test cells' outputs in the student's autograded notebooks (what nbgrader scored), and its log lines."""
+        out = []
+        for path in sorted((self.root / "autograded" / student / course.ASSIGNMENT).glob("*.ipynb")):
+            for cell in nbformat.read(str(path), as_version=4).cells:
+                meta = cell.get("metadata", {}).get("nbgrader", {})
+                if not meta.get("grade") or (exercises and runner.exercise_of(meta.get("grade_id", "")) not in exercises):
+                    continue
+                text = " ".join(o.get("evalue", "") or o.get("text", "") for o in cell.get("outputs", []))
+                out.append(f"  {meta.get('grade_id')}: {' '.join(text.split())[:240]}")
+        lines = [line for line in self.log.splitlines() if f"{student}/" in line and ("WARNING" in line or "ERROR" in line)
+                 and "No submitted file" not in line]
+        return "\n".join(out + ["  log: " + line[:300] for line in lines])
+
+
+def _template(workdir: Path) -> Path:
+    """A course with the assignment generated (release/ and gradebook.db), copied for each class."""
+    root = workdir / "template"
+    root.mkdir(parents=True)
+    os.symlink(REPO / "solutions", root / "solutions")
+    done = subprocess.run(course.nbgrader_command("generate_assignment", course.ASSIGNMENT, "--force",
+                                                  "--CourseDirectory.release_directory=release",
+                                                  f"--CourseDirectory.root={root}"),
+                          cwd=REPO, env=course.nbgrader_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root
+
+
+def _submit(case: Case, root: Path, scratch: Path) -> None:
+    answers = dict(_solution_cells()) if case.others == "solution" else {}
+    answers.update(case.cells)
+    built = scratch / case.student
+    course.build_submission(root / "release" / course.ASSIGNMENT, answers, built)
+    target = root / "submitted" / case.student / course.ASSIGNMENT
+    target.mkdir(parents=True)
+    applied = set()
+    for name in case.notebooks:
+        nb = nbformat.read(str(built / name), as_version=4)
+        for number, (op, grade_id, *args) in enumerate(case.transforms):
+            index = _find(nb, grade_id)
+            if index is not None:
+                TRANSFORMS[op](nb, index, *args)
+                applied.add(number)
+        nbformat.write(nb, str(target / name))
+    assert len(applied) == len(case.transforms), f"{case.path.name}: a transform names a cell its notebooks lack"
+
+
+def grade_class(klass: str, workdir: Path, template: Path) -> GradedClass:
+    root = workdir / klass
+    shutil.copytree(template, root, symlinks=True)
+    scratch = workdir / f"{klass}-built"
+    for case in students_of(klass):
+        _submit(case, root, scratch)
+    before = _hashes(root / "submitted")
+    limit = sum(case.bound for case in students_of(klass)) + SLACK
+    log_path = workdir / f"{klass}.log"
+    command = course.nbgrader_command("autograde", course.ASSIGNMENT, "--force", f"--CourseDirectory.root={root}",
+                                      "--CourseDirectory.release_directory=release",
+                                      f"--TrustedExecute.timeout={TIMEOUT}")
+    started = time.monotonic()
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, cwd=REPO, env=course.nbgrader_env(), stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        killed = False
+        try:
+            process.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            killed = True
+            os.killpg(process.pid, signal.SIGKILL)  # the process group of the nbgrader run started here
+            process.wait()
+    seconds = time.monotonic() - started
+    text = log_path.read_text(errors="replace")
+    db = root / "gradebook.db"
+    graded = GradedClass(klass, root, process.returncode, seconds, killed, text,
+                         course.gradebook_scores(f"sqlite:///{db}"), before, _hashes(root / "submitted"))
+    for student, notebook, secs in re.findall(
+            rf"(\S+)/{course.ASSIGNMENT}/(\S+): [\d.]+/[\d.]+ points \(trusted grading, ([\d.]+) s\)", text):
+        graded.notebook_seconds[(student.split("]")[-1].strip(), notebook)] = float(secs)
+    return graded
+
+
+_GRADED: dict[str, GradedClass] = {}
+
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory):
+    """Grades each class once (lazily), for every test of this module."""
+    workdir = tmp_path_factory.mktemp("adversarial")
+    template: list[Path] = []
+
+    def get(klass: str) -> GradedClass:
+        if klass not in _GRADED:
+            if not template:
+                template.append(_template(workdir))
+            _GRADED[klass] = grade_class(klass, workdir, template[0])
+        return _GRADED[klass]
+
+    yield get
+    _GRADED.clear()
+
+
+# --- checks after grading (`# after:`) -------------------------------------------------------------
+
+
+def _processes_with(marker: str) -> list[str]:
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+        try:
+            text = " ".join([proc.info["name"] or "", *(proc.info["cmdline"] or [])])
+        except (psutil.Error, TypeError):
+            continue
+        if marker in text and proc.pid != os.getpid():
+            found.append(f"{proc.pid}: {text[:200]}")
+    return found
+
+
+def no_leftover_processes(graded: GradedClass, case: Case, marker: str) -> None:
+    deadline = time.monotonic() + 5
+    while (left := _processes_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"processes of {case.student} survived grading:\n" + "\n".join(left)
+
+
+def course_untouched(graded: GradedClass, case: Case, marker: str) -> None:
+    """Nothing outside the student's own folders mentions the marker; no file named after it anywhere."""
+    touched = []
+    for path in graded.root.rglob("*"):
+        if marker in path.name:
+            touched.append(f"created {path}")
+        elif path.is_file() and f"/{case.student}/" not in str(path) and marker.encode() in path.read_bytes():
+            touched.append(f"wrote into {path}")
+    for folder, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d not in (".venv", ".git", "__pycache__")]
+        touched += [f"created {folder}/{name}" for name in files + dirs if marker in name]
+    for folder in (Path(tempfile.gettempdir()),):
+        touched += [f"created {p}" for p in folder.glob(f"*{marker}*")]
+    assert not touched, f"{case.student} changed what it must not:\n" + "\n".join(touched[:20])
+
+
+AFTER = {"no-leftover-processes": no_leftover_processes, "course-untouched": course_untouched}
+
+
+# --- the end-to-end tests ---------------------------------------------------------------------------------
+
+
+def _ids(item: tuple[str, Case]) -> str:
+    return f"{item[0]}/{item[1].student}"
+
+
+STUDENTS = [(klass, case) for klass in CLASSES for case in students_of(klass)]
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("klass,case", STUDENTS, ids=[_ids(s) for s in STUDENTS])
+def test_each_student_gets_the_points_its_code_deserves(classroom, klass, case):
+    graded = classroom(klass)
+    assert case.student in graded.scores, (
+        f"{case.student} is not in the gradebook (nbgrader exit code {graded.returncode}, killed: {graded.killed})")
+    got = {exercise: score for exercise, (score, _) in graded.scores[case.student].items()}
+    wrong = {e: got.get(e) for e in set(got) | set(case.expect)
+             if not (case.expect.get(e, (0.0, 0.0))[0] <= got.get(e, 0.0) <= case.expect.get(e, (0.0, 0.0))[1])}
+    assert not wrong, (f"{case.student} ({case.why})\n  expected {case.expect}\n  got      {got}\n"
+                       f"  verdicts:\n{graded.verdicts(case.student, set(wrong))}")
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("klass,case", STUDENTS, ids=[_ids(s) for s in STUDENTS])
+def test_each_student_costs_at_most_its_bound(classroom, klass, case):
+    graded = classroom(klass)
+    times = {nb: s for (student, nb), s in graded.notebook_seconds.items() if student == case.student}
+    assert all(s <= case.bound for s in times.values()), f"{case.student} took {times} (bound {case.bound:g} s)"
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("klass,case,check", [(k, c, a) for k, c in STUDENTS for a in c.after],
+                         ids=[f"{k}/{c.student}/{a[0]}" for k, c in STUDENTS for a in c.after])
+def test_after_grading(classroom, klass, case, check):
+    graded = classroom(klass)
+    AFTER[check[0]](graded, case, *check[1:])
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("klass", CLASSES)
+def test_the_class_is_graded_in_time_without_errors_and_submissions_unchanged(classroom, klass):
+    graded = classroom(klass)
+    bound = sum(case.bound for case in students_of(klass))
+    assert not graded.killed, f"nbgrader autograde did not finish in {bound + SLACK:g} s; it was killed"
+    assert graded.seconds <= bound, f"grading took {graded.seconds:.0f} s, more than the sum of the bounds ({bound:g} s)"
+    errors = [line for line in graded.log.splitlines() if "ERROR" in line]
+    assert graded.returncode == 0 and not errors, (f"nbgrader exit code {graded.returncode}:\n"
+                                                  + "\n".join(errors[:20]))
+    assert set(graded.scores) == {case.student for case in students_of(klass)}
+    assert graded.submitted_after == graded.submitted_before, "submitted notebooks changed during grading"
+
+
+# --- the pool of workers, directly (deterministic where nbgrader's scheduling is not) ------------------
+
+
+def _run_plans(plans: list[str], workers: int = 1, timeout: float = 10) -> list[tuple[list[dict], object]]:
+    from grader.pool import Pool
+
+    hidden = Path(tempfile.mkdtemp(prefix="adversarial-hidden-"))
+    try:
+        with Pool(hide=[hidden], workers=workers) as pool:
+            time.sleep(1.5)  # workers that die at start (see the test above) are replaced before the first plan
+            out = []
+            for source in plans:
+                data, outcome = pool.run([{"kind": "code", "index": 0, "source": source}], timeout)
+                out.append(([json.loads(line) for line in data.decode().splitlines() if line.strip()], outcome))
+            return out
+    finally:
+        shutil.rmtree(hidden, ignore_errors=True)
+
+
+_REPORT = """
+import json, os, sys
+def _report(**info):
+    with open("results.jsonl", "a") as f:
+        f.write(json.dumps({"event": "done", "index": 0, "error": json.dumps(info)}) + "\\n")
+"""
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_pool_workers_are_alive_a_second_after_the_pool_started():
+    """The pool starts its workers from short-lived threads; bwrap --die-with-parent must not kill them when
+    those threads end (else the first notebook given to each worker is lost: 'the grading worker died')."""
+    from grader.pool import Pool
+
+    hidden = Path(tempfile.mkdtemp(prefix="adversarial-hidden-"))
+    try:
+        with Pool(hide=[hidden], workers=2) as pool:
+            time.sleep(1.5)
+            workers = list(pool.idle.queue)
+            assert [w.alive() for w in workers] == [True] * len(workers), (
+                "workers died after start: " + ", ".join(str(w.process.returncode) for w in workers))
+    finally:
+        shutil.rmtree(hidden, ignore_errors=True)
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_a_notebook_leaves_nothing_for_the_next_notebook_of_its_worker():
+    plant = _REPORT + """
+written = []
+for folder in [*sys.path, "/tmp", "..", os.path.expanduser("~")]:
+    try:
+        with open(os.path.join(folder, "sqlite3.py"), "w") as f:
+            f.write("raise SystemExit('planted sqlite3 imported')\\n")
+        with open(os.path.join(folder, "adversarial_note.txt"), "w") as f:
+            f.write("left by the previous notebook")
+        written.append(folder)
+    except OSError:
+        pass
+_report(written=written)
+"""
+    look = _REPORT + """
+import sqlite3
+seen = [os.path.join(folder, name) for folder in [*sys.path, "/tmp", "..", os.path.expanduser("~")]
+        if os.path.isdir(folder) for name in os.listdir(folder) if name in ("adversarial_note.txt", "sqlite3.py")]
+_report(seen=seen, sqlite3=sqlite3.__file__)
+"""
+    (first, _), (second, outcome) = _run_plans([plant, look], workers=1)
+    reports = [json.loads(e["error"]) for e in second if e.get("error", "").startswith("{")]
+    written = [json.loads(e["error"])["written"] for e in first if e.get("error", "").startswith("{")]
+    assert reports, (f"the second notebook did not run ({outcome}, results {second}): the sqlite3.py planted by the "
+                     f"first one (in {written}) ran in it")
+    assert reports[0]["seen"] == [], f"the next notebook sees what the previous one left: {reports[0]['seen']}"
+    assert "planted" not in reports[0]["sqlite3"]
+
+
+# --- fast unit tests ----------------------------------------------------------------------------------
+
+
+def test_every_case_file_is_well_formed():
+    exercises = _exercises()
+    answer_cells = set(_solution_cells())
+    assert {"0-control-perfect", "1-control-blank"} <= {case.student for case in CASES}
+    for case in CASES:
+        assert case.others in ("solution", "stub"), case.path.name
+        assert set(case.cells) <= answer_cells, f"{case.path.name}: unknown answer cells {set(case.cells) - answer_cells}"
+        assert set(case.expect) <= set(exercises), f"{case.path.name}: unknown exercises"
+        for exercise in case.expect:
+            assert exercises[exercise] in case.notebooks, f"{case.path.name}: {exercise} is not in {case.notebooks}"
+        assert all(op in TRANSFORMS for op, *_ in case.transforms), case.path.name
+        assert all(check[0] in AFTER for check in case.after), case.path.name
+        assert case.bound > 0 and case.why, case.path.name
+        for source in case.cells.values():
+            compile(source, str(case.path), "exec")
+
+
+def _instructor(name: str = "03_double_backward.ipynb"):
+    return nbformat.read(str(SOLUTIONS / name), as_version=4)
+
+
+def test_cells_to_run_checks_edited_deleted_and_renamed_test_cells_as_the_instructor_wrote_them():
+    instructor = _instructor()
+    trusted = runner.instructor_cells(instructor)
+    submission = _instructor()
+    edited = _find(submission, "square-forward")
+    submission.cells[edited].source = "pass"
+    _delete(submission, _find(submission, "square-first-order"))
+    _rename(submission, _find(submission, "square-second-order"), "my-own-cell")
+    setup = _find(submission, "setup")
+    submission.cells[setup].source = "import torch\ntorch.autograd.gradcheck = lambda *a, **k: True"
+
+    cells = runner.cells_to_run(submission, trusted)
+    graded = {c.grade_id: c for c in cells if c.graded}
+    expected = {g for g, c in trusted.items() if c.metadata["nbgrader"].get("grade")}
+    assert set(graded) == expected
+    for grade_id in expected:
+        assert graded[grade_id].source == trusted[grade_id].source
+        assert graded[grade_id].calls == testcells.parse(trusted[grade_id].source, grade_id)
+    assert graded["square-forward"].index == edited
+    assert graded["square-first-order"].index == -1  # deleted: checked at the end
+    assert graded["square-second-order"].index == -1  # renamed: the instructor's cell is checked at the end
+    renamed = [c for c in cells if c.grade_id == "my-own-cell"]
+    assert len(renamed) == 1 and not renamed[0].graded and renamed[0].points == 0
+    assert [c.source for c in cells if c.grade_id == "setup"] == [trusted["setup"].source]
+    assert [c.index for c in cells][-2:] == [-1, -1]
+
+
+def test_cells_to_run_does_not_count_a_copied_test_cell_twice():
+    trusted = runner.instructor_cells(_instructor())
+    submission = _instructor()
+    index = _find(submission, "square-structure")
+    submission.cells.insert(index + 1, nbformat.from_dict(json.loads(json.dumps(submission.cells[index]))))
+    submission.cells[index + 1].metadata["nbgrader"]["points"] = 100
+    cells = runner.cells_to_run(submission, trusted)
+    graded = [c for c in cells if c.graded]
+    assert [c.grade_id for c in graded].count("square-structure") == 1
+    assert sum(c.points for c in graded) == sum(float(c.metadata["nbgrader"].get("points", 0))
+                                               for c in trusted.values() if c.metadata["nbgrader"].get("grade"))
+
+
+@pytest.mark.parametrize("source", [
+    "import os\nchecks.forward('square', Square.apply)",
+    "from grader import checks\nx = 1\nchecks.forward('square', Square.apply)",
+    "from grader import checks, os\nchecks.forward('square', Square.apply)",
+    "import grader, os\nchecks.forward('square', Square.apply)",
+    "from os import system\nchecks.forward('square', Square.apply)",
+    "checks.forward('square', Square.apply, shapes=__import__('os').system('true'))",
+    "checks.forward('square', Square.apply, seed=len('x'))",
+    "checks.forward('square', (lambda x: x))",
+    "checks.forward('square', Square.apply)[0]",
+    "checks.forward('square', get_ipython().user_ns['Square'].apply)",
+    "checks.forward(exercise='square', fn=Square.apply)",
+    "checks.run('forward', 'square', Square.apply, None, 0)",
+    "checks.__dict__['forward']('square', Square.apply)",
+    "basics.check_vjp(vector_jacobian_product, **{'sizes': (3,)})",
+    "basics.observe('check_vjp', vector_jacobian_product)",
+    "os.checks.forward('square', Square.apply)",
+    "if True:\n    checks.forward('square', Square.apply)",
+    "assert checks.forward('square', Square.apply) is None",
+    "with open('x'):\n    checks.forward('square', Square.apply)",
+    "from grader import checks",
+    "",
+    "checks.forward('square', Square.apply",
+])
+def test_testcells_parse_refuses_anything_but_grader_imports_and_literal_check_calls(source):
+    with pytest.raises(testcells.UnsupportedTestCell):
+        testcells.parse(source, "square-forward")
+
+
+def test_testcells_parse_reads_every_test_cell_of_the_course():
+    for name in NOTEBOOKS:
+        for grade_id, cell in runner.instructor_cells(_instructor(name)).items():
+            if cell.metadata["nbgrader"].get("grade"):
+                calls = testcells.parse(cell.source, grade_id)
+                assert calls and any(c.hidden for c in calls) and not all(c.hidden for c in calls)
+
+
+def _tensor(**fields):
+    return {"__tensor__": "float64", "shape": [2], "data": [1.0, 2.0], **fields}
+
+
+@pytest.mark.parametrize("obj", [
+    _tensor(__tensor__="complex128"),
+    _tensor(__tensor__="object"),
+    _tensor(__tensor__=None),
+    _tensor(shape=[3]),
+    _tensor(shape=[-2]),
+    _tensor(shape=[2.0]),
+    _tensor(shape="2"),
+    _tensor(shape=[2, 10**7]),
+    _tensor(shape=[1000, 1000, 1000], data=[]),
+    _tensor(data="12"),
+    _tensor(data=[1.0, "2"]),
+    _tensor(data=[1.0, [2.0]]),
+    _tensor(data=[1.0, None]),
+    _tensor(data=[1.0, {"__tensor__": "float64", "shape": [], "data": [1.0]}]),
+    {"__tensor__": "float64", "data": [1.0]},
+    {"__tensor__": "float64", "shape": [1]},
+    [_tensor(shape=[600_000], data=[0.0] * 600_000), _tensor(shape=[600_000], data=[0.0] * 600_000)],
+    {"a": json.loads("[" * 40 + "0" + "]" * 40)},
+    {"__tensor__": "int64", "shape": [1], "data": [10**30]},
+    {"__tensor__": "int32", "shape": [1], "data": [2**40]},
+    ("a tuple", "from no JSON"),
+    {1, 2},
+    b"bytes",
+    object(),
+])
+def test_wire_decode_refuses_malformed_observations(obj):
+    with pytest.raises(wire.WireError):
+        wire.decode(obj)
+
+
+def test_wire_decode_reads_what_encode_writes():
+    import torch
+
+    value = {"forward": {"value": torch.arange(6, dtype=torch.float64).reshape(2, 3), "node": "Square"},
+             "grads": [torch.ones(2, dtype=torch.float32), None, torch.tensor(True)]}
+    back = wire.decode(json.loads(json.dumps(wire.encode(value))))
+    assert torch.equal(back["forward"]["value"], value["forward"]["value"])
+    assert back["grads"][0].dtype == torch.float32 and back["grads"][1] is None and back["grads"][2].item() is True
