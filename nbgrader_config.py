@@ -64,6 +64,3 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 
-# Stock nbgrader (Execute) settings, used when the list above is reverted to nbgrader's default.
-c.Execute.timeout = 60
-c.Execute.shutdown_kernel = "immediate"

@@ -7,10 +7,10 @@
 1. pool:   start a grader.pool.Pool, then grade the three instructor notebooks one at a time with
            grader.runner.grade_cells, splitting each into pool.run (sandbox + forked child) and judging
            (this process); then the same notebooks from `cores` threads at once (the pool's throughput).
-2. child:  the same plans in a child forked from a warm process like the pool's worker (torch and IPython
-           imported), without bubblewrap, under cProfile: what the child spends its time on. Run twice:
-           as the worker is today, and after a warm-up (the lazy imports autograd triggers, then
-           gc.freeze()), to show what a warmer worker would save.
+2. child:  the same plans run by grader.child in a child forked from a process set up like the pool's
+           worker (torch and IPython imported), without bubblewrap: as the worker is today, and with what a
+           warmer worker would do first (autograd's lazy imports; gc.freeze()); plus the time per plan item
+           (code cells vs observing test cells, slowest items).
 3. sandbox: the fixed cost of one pool task (an empty plan) and of a gc.collect() in a child.
 4. nbgrader (with --course, a course built by `benchmarks/autograde.py --keep`): `nbgrader autograde` with
            no Execute at all (nbgrader's other preprocessors only) on a copy of that course: nbgrader's own
@@ -20,11 +20,8 @@
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import json
 import os
-import pstats
 import shutil
 import subprocess
 import sys
@@ -145,39 +142,83 @@ def part_pool(nbs: dict[str, list[runner.Cell]], repeats: int) -> dict:
 
 
 _CHILD_SCRIPT = r"""
-import cProfile, gc, json, os, sys, time
+import gc, json, os, sys, time
 os.environ.update(OMP_NUM_THREADS="1", GRADER_NO_DRAW="1", MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
 sys.path.insert(0, sys.argv[1])
 import IPython.core.interactiveshell, torch   # what grader.worker imports
 from grader import child
-if sys.argv[3] == "warm":
+mode = sys.argv[3]
+if "warm" in mode:   # the lazy imports autograd and gradcheck trigger on first use (sympy among them)
     import torch.fx.experimental.symbolic_shapes
     x = torch.rand(3, dtype=torch.double, requires_grad=True)
     (g,) = torch.autograd.grad((x ** 3).sum(), x, create_graph=True)
     g.sum().backward()
     torch.autograd.gradcheck(lambda t: t ** 2, (x,)); torch.autograd.gradgradcheck(lambda t: t ** 2, (x,))
+if "freeze" in mode:  # the worker's objects leave the collector's reach: a child's gc.collect() skips them
     gc.collect(); gc.freeze()
+
+
+def per_item(plan, results):
+    # The plan item by item, timed (child.run turns profiling off before observing, so no cProfile here).
+    from IPython.core.interactiveshell import InteractiveShell
+    kept = child.snapshot()
+    shell = InteractiveShell.instance()
+    rows = []
+    for item in plan:
+        t = time.monotonic()
+        if item["kind"] == "code":
+            shell.run_cell(item["source"], store_history=False)
+        else:
+            child.restore(kept)
+            for call in item["calls"]:
+                try:
+                    child.observe_call(call, shell.user_ns)
+                except Exception:
+                    pass
+        first = (item.get("source") or item.get("grade_id") or "").strip().split("\n")[0][:60]
+        rows.append([time.monotonic() - t, item["kind"], first])
+    return rows
+
+
 out = {}
 for task in json.loads(sys.argv[2]):
-    for rep in range(2):
+    for rep in range(3):
+        r, w = os.pipe()
         t = time.monotonic()
         pid = os.fork()
         if pid == 0:
+            os.close(r)
             fd = os.open(os.devnull, os.O_RDWR)
             for f in (0, 1, 2):
                 os.dup2(fd, f)
             os.chdir(task["dir"])
             torch.set_num_threads(1)
-            prof = cProfile.Profile()
-            prof.enable()
-            child.main(os.path.join(task["dir"], "plan.json"), os.path.join(task["dir"], f"results{rep}.jsonl"))
-            prof.disable()
-            prof.dump_stats(os.path.join(task["dir"], f"{sys.argv[3]}.prof"))
+            plan_path = os.path.join(task["dir"], "plan.json")
+            if rep < 2:
+                child.main(plan_path, os.path.join(task["dir"], f"results-{rep}.jsonl"))
+                rows = []
+            else:
+                rows = per_item(json.load(open(plan_path)), None)
+            os.write(w, json.dumps(rows).encode())
             os._exit(0)
+        os.close(w)
+        data = b""
+        while chunk := os.read(r, 65536):
+            data += chunk
+        os.close(r)
         os.waitpid(pid, 0)
-        out.setdefault(task["name"], []).append(time.monotonic() - t)
+        entry = out.setdefault(task["name"], {"wall": [], "items": []})
+        if rep < 2:
+            entry["wall"].append(time.monotonic() - t)
+        else:
+            entry["items"] = json.loads(data)
 print(json.dumps(out))
 """
+
+MODES = {"as-is": "worker as it is (torch and IPython imported)",
+         "warm": "+ autograd's lazy imports done in the worker",
+         "freeze": "+ gc.freeze() in the worker",
+         "warm+freeze": "+ both"}
 
 
 def part_child(nbs: dict[str, list[runner.Cell]]) -> dict:
@@ -188,29 +229,25 @@ def part_child(nbs: dict[str, list[runner.Cell]]) -> dict:
         folder.mkdir()
         (folder / "plan.json").write_text(json.dumps(plan_of(cells)), encoding="utf-8")
         tasks.append({"name": name, "dir": str(folder)})
-    result = {}
+    result: dict = {}
     try:
-        for mode in ("as-is", "warm"):
+        for mode, label in MODES.items():
             done = subprocess.run([sys.executable, "-c", _CHILD_SCRIPT, str(REPO), json.dumps(tasks), mode],
                                   capture_output=True, text=True, check=True)
-            times = json.loads(done.stdout.strip().splitlines()[-1])
-            label = "worker as it is" if mode == "as-is" else "worker warmed up + gc.freeze()"
-            say(f"  {label}: " + ", ".join(f"{n} {min(v):.2f} s" for n, v in times.items())
-                + f"  (total {sum(min(v) for v in times.values()):.2f} s per student, unsandboxed, best of 2)")
-            result[mode] = {n: min(v) for n, v in times.items()}
-            for task in tasks:
-                stats = pstats.Stats(str(Path(task["dir"]) / f"{mode}.prof"), stream=io.StringIO())
-                hot = []
-                for (filename, line, func), (_, _, tt, ct, _) in stats.stats.items():  # type: ignore[attr-defined]
-                    hot.append((ct, tt, f"{Path(filename).name}:{func}"))
-                keys = {"gc.collect": "<built-in method gc.collect>", "lazy imports": "_find_and_load",
-                        "IPython run_cell": "run_cell", "observe (test cells)": "observe_call",
-                        "InteractiveShell()": "instance"}
-                parts = []
-                for label_, needle in keys.items():
-                    best = max((ct for ct, _, name in hot if name.endswith(needle) or needle in name), default=0.0)
-                    parts.append(f"{label_} {best:.2f}")
-                say(f"      {task['name']}: " + ", ".join(parts) + " s (cumulative, overlapping)")
+            data = json.loads(done.stdout.strip().splitlines()[-1])
+            walls = {n: min(v["wall"]) for n, v in data.items()}
+            say(f"  {label:45} " + ", ".join(f"{n[:2]} {w:.2f} s" for n, w in walls.items())
+                + f"  = {sum(walls.values()):.2f} s per student")
+            result[mode] = {"wall": walls}
+            if mode in ("as-is", "warm+freeze"):
+                for name, v in data.items():
+                    items = v["items"]
+                    code = sum(i[0] for i in items if i[1] == "code")
+                    test = sum(i[0] for i in items if i[1] != "code")
+                    top = sorted(items, reverse=True)[:2]
+                    say(f"      {name}: code cells {code:.2f} s, test cells (observing) {test:.2f} s; slowest: "
+                        + "; ".join(f"{t:.2f} s {kind} `{first}`" for t, kind, first in top))
+                    result[mode][name] = {"code_cells": code, "test_cells": test, "slowest": top}
         return result
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -263,7 +300,7 @@ def main() -> int:
     result: dict = {"cores": os.cpu_count()}
     say("\n1+3. the pool (bubblewrap workers, one forked child per notebook), driven by grader.runner.grade_cells")
     result["pool"] = part_pool(nbs, args.repeats)
-    say("\n2. inside the child (forked from a warm process, no sandbox, cProfile)")
+    say("\n2. inside the child (forked from a process set up like the worker, no sandbox; best of 2)")
     result["child"] = part_child(nbs)
     if args.course:
         say("\n4. nbgrader's own work per notebook")

@@ -76,6 +76,18 @@ def restore(kept: dict[tuple[int, str], tuple[Any, Any, Any]]) -> list[str]:
     return replaced
 
 
+def make_shell() -> Any:
+    """The IPython shell cells run in (a worker makes it once, before forking); no history file."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    if InteractiveShell.initialized():
+        return InteractiveShell.instance()
+    config = Config()
+    config.HistoryManager.enabled = False
+    return InteractiveShell.instance(config=config)
+
+
 def resolve(entry: str, namespace: dict[str, Any]) -> Any:
     """`Square.apply` -> the object, by names and attributes only (test cells are parsed, not run)."""
     head, *rest = entry.split(".")
@@ -117,9 +129,7 @@ def run(plan: list[dict[str, Any]], fd: int) -> None:
         write(fd, (dumps(encode(entry)) + "\n").encode())
         fsync(fd)
 
-    from IPython.core.interactiveshell import InteractiveShell
-
-    shell = InteractiveShell.instance()
+    shell = make_shell()
     for item in plan:
         report({"event": "start", "index": item["index"]})
         if item["kind"] == "code":

@@ -21,6 +21,7 @@ import shutil
 import signal
 import sys
 import time
+from typing import Any
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one thread per child: the pool runs one child per core
 
@@ -48,6 +49,33 @@ def _not_dumpable() -> None:
         ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def warm_up() -> None:
+    """Pay once, in the worker, what every child would pay again: autograd's and gradcheck's lazy imports,
+    the IPython shell; then freeze the heap so that children's garbage collections skip it."""
+    import gc
+
+    class _Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx: Any, grad_out: torch.Tensor) -> torch.Tensor:
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad_out
+
+    x = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(_Square.apply(x).sum(), x, create_graph=True)
+    torch.autograd.grad(g.sum(), x)
+    for fast in (False, True):
+        torch.autograd.gradcheck(_Square.apply, (x,), fast_mode=fast)
+        torch.autograd.gradgradcheck(_Square.apply, (x,), fast_mode=fast)
+    child.make_shell()
+    gc.collect()
+    gc.freeze()
 
 
 def _virtual_memory() -> int:
@@ -156,6 +184,7 @@ def main() -> None:
         # Cleaning up after a notebook kills every other process in the namespace: never outside a sandbox.
         sys.exit("grader.worker runs only inside the sandbox that grader.pool starts (own pid namespace)")
     _not_dumpable()
+    warm_up()
     base_memory = _virtual_memory()
     out = sys.stdout
     out.write(json.dumps({"ready": True}) + "\n")

@@ -11,4 +11,4 @@ class Square(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         x, = ctx.saved_tensors
-        return grad_out * torch.from_numpy(2 * x.detach().numpy())
+        return grad_out * torch.as_tensor(2 * x.detach().numpy())
