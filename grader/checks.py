@@ -317,7 +317,8 @@ def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs])
         _output(judge, probe, obs["forward"])
         attrs = obs["forward"].get("ctx_attrs", [])
         if attrs:
-            judge.fail("tensor_on_ctx", probe, cls=obs["forward"].get("node"), attrs=", ".join(attrs))
+            judge.fail("tensor_on_ctx", probe, cls=obs["forward"].get("node"), attrs=", ".join(attrs),
+                       saved=int(obs["forward"].get("saved", 0)))
         _judge_raw(judge, probe, obs["raw"], values=False)  # values are the first-derivative check's job
         if ex.backward_classes:
             nodes = obs.get("backward_nodes")

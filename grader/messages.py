@@ -201,7 +201,8 @@ EN: dict[str, Message] = {
     ),
     # --- structure ---------------------------------------------------------------------------
     "tensor_on_ctx": Message(
-        "{cls} stores tensors as attributes on ctx ({attrs}) instead of saving them with ctx.save_for_backward.",
+        "{cls} stores tensors as attributes on ctx ({attrs}) instead of saving them with ctx.save_for_backward "
+        "(which holds {saved} tensor(s)).",
         "Use ctx.save_for_backward(...) for tensors (inputs, outputs, intermediates returned as outputs) and "
         "read them back with ctx.saved_tensors; attributes are for non-tensors. Tensors on ctx leak memory "
         "and escape autograd's checks.",
@@ -402,6 +403,29 @@ EN: dict[str, Message] = {
     ),
 }
 
+# Notices about a whole notebook or a check that could not run (the title is the whole sentence).
+EN.update({
+    "not_found": Message("✗ could not check `{entry}`: {error}",
+                         "Run the cell that defines it, and keep the names the exercise asks for."),
+    "unreadable_observations": Message(
+        "✗ the observations of `{entry}` could not be read ({error}); the check fails",
+        "Do not write into the grader's results; re-run your notebook from the top."),
+    "grader_could_not_judge": Message("✗ the grader could not judge `{entry}` ({error_type}: {error}); tell your instructor",
+                                      "This is a bug of the grader, not of your code."),
+    "not_reported": Message("the notebook's process did not report this check (was it tampered with?)",
+                            "Re-run your notebook from the top; do not change the grader from your cells."),
+    "not_reached": Message("not reached", "An earlier cell stopped the notebook."),
+    "not_checked": Message("not checked: {reason}", "Fix what stopped the notebook, then re-run it from the top."),
+    "stopped": Message("the notebook was stopped: {reason}", "Checks after that point score 0."),
+    "stopped_while": Message("the notebook was stopped: {reason} while running cell {cell}", "Checks after that point score 0."),
+    "reason_timeout": Message("it did not finish within {seconds:g} s (an endless loop?)", ""),
+    "reason_output": Message("it printed more than {limit:,} bytes", ""),
+    "reason_memory": Message("it used more than {gib:g} GiB of memory", ""),
+    "reason_worker": Message("the grading worker running it died or stopped answering (killed by the notebook?)", ""),
+    "reason_exit": Message("its process ended with exit code {code}", ""),
+    "reason_early": Message("its process ended early", ""),
+})
+
 TABLES: Mapping[str, Mapping[str, Message]] = {"en": EN}
 LANGUAGE = "en"
 
@@ -410,3 +434,8 @@ def message(mistake: str, language: str | None = None) -> Message:
     """The message for ``mistake`` in ``language`` (default: ``LANGUAGE``), falling back to English."""
     table = TABLES.get(language or LANGUAGE, EN)
     return table.get(mistake) or EN[mistake]
+
+
+def say(key: str, **fields: object) -> str:
+    """The title of ``key``, filled in: for notices that are one sentence."""
+    return message(key).title.format(**fields)

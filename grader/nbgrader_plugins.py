@@ -199,6 +199,8 @@ class TrustedExecute(NbGraderPreprocessor):
 
 def _write_verdicts(nb: Any, result: Any) -> None:
     """Each graded test cell's output becomes its verdict; nbgrader scores error outputs 0."""
+    from .messages import say
+
     verdicts = {c.grade_id: c for c in result.cells}
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -211,7 +213,7 @@ def _write_verdicts(nb: Any, result: Any) -> None:
         if verdict.status == "passed":
             cell.outputs.append(new_output("stream", name="stdout", text=verdict.message + "\n"))
         else:
-            message = verdict.message if verdict.status == "failed" else f"not checked: {verdict.message}"
+            message = verdict.message if verdict.status == "failed" else say("not_checked", reason=verdict.message)
             cell.outputs.append(new_output("error", ename="AssertionError", evalue=message,
                                            traceback=["AssertionError: " + message]))
 

@@ -93,9 +93,18 @@ def _grads(values: Sequence[Any]) -> list[Any]:
 
 
 def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple[Obs, torch.Tensor | None, Any]:
-    """Call fn; return (observation, output tensor or None, custom Function node or None)."""
+    """Call fn; return (observation, output tensor or None, custom Function node or None).
+
+    Saved-tensor hooks count what forward saved with save_for_backward (ctx attributes bypass them)."""
+    saved: list[tuple[int, ...]] = []
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        saved.append(tuple(tensor.shape))
+        return tensor
+
     try:
-        out = fn(*inputs)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            out = fn(*inputs)
     except Exception as exc:
         return {"error": error_info(exc, "running forward")}, None, None
     if not isinstance(out, torch.Tensor):
@@ -106,6 +115,7 @@ def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple
     obs["found"] = type(out.grad_fn).__name__ if out.grad_fn is not None else None
     if node is not None:
         obs["ctx_attrs"] = dx.tensor_attributes(node)
+        obs["saved"] = len(saved)
     return obs, out, node
 
 

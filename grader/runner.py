@@ -28,6 +28,7 @@ import nbformat
 
 from . import sandbox, testcells, wire
 from .diagnosis import CheckFailed
+from .messages import say
 
 if TYPE_CHECKING:
     from .pool import Pool
@@ -192,7 +193,7 @@ def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = 
             continue
         entry = reported.get(cell.index if cell.index >= 0 else ("missing", cell.grade_id))
         if entry is None:
-            reason = problem or "not reached"
+            reason = problem or say("not_reached")
             result.cells.append(CellResult(cell.grade_id, 0.0, cell.points, "not run", reason,
                                            [{"mistake": "not_run", "title": reason, "hidden": False}]))
             continue
@@ -209,7 +210,7 @@ def _judge_cell(cell: Cell, entry: dict[str, Any]) -> tuple[bool, str, list[dict
     """A test cell passes when all its check calls pass; its message has one verdict per call."""
     calls = entry.get("calls")
     if not isinstance(calls, list) or len(calls) != len(cell.calls):
-        reason = "the notebook's process did not report this check (was it tampered with?)"
+        reason = say("not_reported")
         return False, reason, [{"mistake": "not_reported", "title": reason, "hidden": False}]
     lines: list[str] = []
     findings: list[dict[str, Any]] = []
@@ -237,7 +238,7 @@ def _judge_call(call: testcells.CheckCall, answer: Any) -> tuple[bool, str, dict
 
     if not isinstance(answer, dict) or "observations" not in answer:
         error = answer.get("error") if isinstance(answer, dict) else "no answer"
-        return failed("not_found", f"✗ could not check `{call.entry}`: {error}")
+        return failed("not_found", say("not_found", entry=call.entry, error=error))
     try:
         observations = wire.decode(answer["observations"])
         if call.module == "checks":
@@ -253,11 +254,10 @@ def _judge_call(call: testcells.CheckCall, answer: Any) -> tuple[bool, str, dict
     except AssertionError as failure:
         return failed(getattr(failure, "mistake", "") or "basics:" + call.check, str(failure).strip())
     except (wire.WireError, KeyError, TypeError, ValueError) as exc:
-        return failed("unreadable_observations",
-                      f"✗ the observations of `{call.entry}` could not be read ({exc}); the check fails")
+        return failed("unreadable_observations", say("unreadable_observations", entry=call.entry, error=exc))
     except Exception as exc:  # a bug of ours must fail one check, not the whole class's grading
-        return failed("grader_error", f"✗ the grader could not judge `{call.entry}` ({type(exc).__name__}: {exc}); "
-                                      "tell your instructor")
+        return failed("grader_error", say("grader_could_not_judge", entry=call.entry, error_type=type(exc).__name__,
+                                          error=exc))
 
 
 def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: list[Path],
@@ -357,8 +357,8 @@ def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
             running = None
     problem = ""
     if outcome.stopped or outcome.returncode not in (0, None):
-        problem = "the notebook was stopped: " + (outcome.reason or "its process ended early")
-        if running is not None:
-            where = next((c for c in cells if (c.index if c.index >= 0 else ("missing", c.grade_id)) == running), None)
-            problem += f" while running cell {where.grade_id or where.index}" if where else ""
+        reason = outcome.reason or say("reason_early")
+        where = next((c for c in cells if (c.index if c.index >= 0 else ("missing", c.grade_id)) == running), None)
+        problem = (say("stopped_while", reason=reason, cell=where.grade_id or where.index) if where
+                   else say("stopped", reason=reason))
     return reported, problem, sorted(set(restored))

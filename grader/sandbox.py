@@ -49,12 +49,17 @@ class Outcome:
 
     @property
     def reason(self) -> str:
-        return {
-            "timeout": f"it did not finish within {self.limits.wall_seconds:g} s (an endless loop?)",
-            "output": f"it printed more than {self.limits.output_bytes:,} bytes",
-            "memory": f"it used more than {self.limits.memory_bytes / 2**30:g} GiB of memory",
-            "worker": "the grading worker running it died or stopped answering (killed by the notebook?)",
-        }.get(self.stopped, f"its process ended with exit code {self.returncode}" if self.returncode else "")
+        from .messages import say
+
+        if self.stopped == "timeout":
+            return say("reason_timeout", seconds=self.limits.wall_seconds)
+        if self.stopped == "output":
+            return say("reason_output", limit=self.limits.output_bytes)
+        if self.stopped == "memory":
+            return say("reason_memory", gib=self.limits.memory_bytes / 2**30)
+        if self.stopped == "worker":
+            return say("reason_worker")
+        return say("reason_exit", code=self.returncode) if self.returncode else ""
 
 
 class SandboxUnavailable(RuntimeError):
