@@ -72,7 +72,7 @@ def available() -> tuple[bool, str]:
     if bwrap is None:
         return False, "bubblewrap (bwrap) is not installed: run `make install` (Debian package bubblewrap)"
     try:
-        done = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "true"],
+        done = subprocess.run([bwrap, *_system_mounts(), "--unshare-all", "--die-with-parent", "--", "true"],
                               capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"bwrap could not start: {exc}"
@@ -141,15 +141,34 @@ def default_exposed() -> list[Path]:
     return sorted(paths, key=lambda p: len(p.parts))
 
 
+# The only host folders a sandbox sees, read-only (plus ``default_exposed()``): the system, not people's files.
+# An allowlist: a checkout elsewhere on the machine, a home folder, another course: none of them exist inside.
+SYSTEM = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+
+
+def _system_mounts() -> list[str]:
+    args: list[str] = []
+    for name in SYSTEM:
+        path = Path(name)
+        if path.is_symlink():  # merged /usr (Debian 12): /bin -> usr/bin
+            args += ["--symlink", os.readlink(path), name]
+        elif path.is_dir():
+            args += ["--ro-bind", name, name]
+    return args
+
+
 def command(argv: list[str], scratch: Path | None, hide: list[Path], expose: list[Path], env: dict[str, str],
             tmp_bytes: int | None = None) -> list[str]:
-    """The bwrap command line for ``argv``: ``scratch`` bound writable (or none), /tmp private (sized)."""
-    args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    """The bwrap command line for ``argv``: system folders and ``expose`` read-only, ``scratch`` bound
+    writable (or none), /tmp private (sized); ``hide`` is emptied even inside what is exposed."""
+    args = ["bwrap", *_system_mounts(), "--dev", "/dev", "--proc", "/proc"]
+    expose = sorted({*expose, *default_exposed()}, key=lambda p: len(Path(p).parts))
     args += (["--size", str(tmp_bytes)] if tmp_bytes else []) + ["--tmpfs", "/tmp"]
-    for path in hide:
-        args += ["--tmpfs", str(path)]
     for path in expose:
         args += ["--ro-bind", str(path), str(path)]
+    for path in hide:  # after the binds: a hidden folder inside an exposed one is emptied
+        if any(path.is_relative_to(e) for e in expose):
+            args += ["--tmpfs", str(path)]
     if scratch is not None:
         args += ["--bind", str(scratch), str(scratch)]
     args += ["--chdir", str(scratch or "/tmp"),

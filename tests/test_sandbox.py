@@ -29,9 +29,11 @@ def test_hidden_folders_are_empty_and_only_scratch_is_writable(tmp_path):
     secret = tmp_path / "course"
     (secret / "solutions").mkdir(parents=True)
     (secret / "solutions" / "answer.ipynb").write_text("the solution")
+    solutions = str(sandbox.REPOSITORY / "solutions")
     outcome = run_python(f"""
         import os
-        print("hidden:", os.listdir({str(secret)!r}))
+        print("hidden:", os.listdir({str(secret)!r}) if os.path.exists({str(secret)!r}) else "absent")
+        print("solutions:", os.path.exists({solutions!r}), "home:", os.listdir("/root") if os.path.isdir("/root") else [])
         open("mine.txt", "w").write("ok"); print("scratch: ok")
         try:
             open("/usr/evil", "w")
@@ -39,7 +41,10 @@ def test_hidden_folders_are_empty_and_only_scratch_is_writable(tmp_path):
             print("outside:", type(e).__name__)
     """, tmp_path, hide=[secret])
     assert outcome.returncode == 0, outcome.output
-    assert "hidden: []" in outcome.output and "scratch: ok" in outcome.output and "outside: " in outcome.output
+    assert ("hidden: []" in outcome.output or "hidden: absent" in outcome.output) and "scratch: ok" in outcome.output
+    assert "outside: " in outcome.output
+    assert "solutions: False" in outcome.output, "the repository's solutions must not be visible"
+    assert "home: []" in outcome.output or "home: ['.pyenv']" in outcome.output, outcome.output
     assert (secret / "solutions" / "answer.ipynb").read_text() == "the solution"
 
 
