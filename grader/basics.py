@@ -600,26 +600,38 @@ def _judge_vjp(p: _VjpProbe, result: Any) -> None:
     raise _Fail(mistake, **_mismatch(got, expected))
 
 
-def _judge_vjp_probe(check: str, p: _VjpProbe, stale: torch.Tensor | None, obs: Obs) -> None:
-    _fail_if_raised("vjp", obs)
-    _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"))
-    _expect_grad_before(obs, "x_grad_before", stale)
-    grad_after = _grad_field(obs, "x_grad_after", p.x.shape)
-    if check == "check_vjp_keeps_grad":
-        changed = _grad_changed("x.grad", stale, grad_after)
-        if changed:
-            raise _Fail("vjp_changed_x_grad", **changed)
-    _judge_vjp(p, _field(obs, "result"))
+def _judge_x_probe(exercise: str, keeps_grad_check: str, changed_mistake: str,
+                   judge_result: Callable[[Any, Any], None]) -> Callable[..., None]:
+    """The per-probe judge of an exercise whose function takes x: it must raise nothing, leave x alone,
+    find x.grad as the grader set it, (for ``keeps_grad_check``) leave x.grad alone, and return the right result."""
+
+    def judge(check: str, p: Any, stale: torch.Tensor | None, obs: Obs) -> None:
+        _fail_if_raised(exercise, obs)
+        _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"))
+        _expect_grad_before(obs, "x_grad_before", stale)
+        grad_after = _grad_field(obs, "x_grad_after", p.x.shape)
+        if check == keeps_grad_check:
+            changed = _grad_changed("x.grad", stale, grad_after)
+            if changed:
+                raise _Fail(changed_mistake, **changed)
+        judge_result(p, _field(obs, "result"))
+
+    return judge
 
 
 def _vjp_setup(args: dict[str, Any]) -> list[tuple[_VjpProbe, torch.Tensor | None]]:
     return [(p, None) for p in _vjp_probes(args["sizes"], args["seed"])]
 
 
-def _vjp_keeps_grad_setup(args: dict[str, Any]) -> list[tuple[_VjpProbe, torch.Tensor | None]]:
-    probes = _vjp_probes(args["sizes"], args["seed"] + 1000)
-    gen = torch.Generator().manual_seed(args["seed"] + 2000)
-    return [(p, None if i % 2 == 0 else _rand(gen, *p.x.shape, low=5.0, high=9.0)) for i, p in enumerate(probes)]
+def _with_stale_grads(make_probes: Callable[[Any, int], list[Any]]) -> Callable[[dict[str, Any]], list[Any]]:
+    """Probes of which every second one starts with a stale x.grad the student's function must not touch."""
+
+    def setup(args: dict[str, Any]) -> list[tuple[Any, torch.Tensor | None]]:
+        probes = make_probes(args["sizes"], args["seed"] + 1000)
+        gen = torch.Generator().manual_seed(args["seed"] + 2000)
+        return [(p, None if i % 2 == 0 else _rand(gen, *p.x.shape, low=5.0, high=9.0)) for i, p in enumerate(probes)]
+
+    return setup
 
 
 # ---------------------------------------------------------------------------------------------
@@ -876,26 +888,8 @@ def _judge_second(p: _ElementwiseProbe, result: Any) -> None:
     raise _Fail("second_wrong", **_mismatch(got, expected))
 
 
-def _judge_second_probe(check: str, p: _ElementwiseProbe, stale: torch.Tensor | None, obs: Obs) -> None:
-    _fail_if_raised("secondderiv", obs)
-    _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"))
-    _expect_grad_before(obs, "x_grad_before", stale)
-    grad_after = _grad_field(obs, "x_grad_after", p.x.shape)
-    if check == "check_second_derivative_general":
-        changed = _grad_changed("x.grad", stale, grad_after)
-        if changed:
-            raise _Fail("second_changed_x_grad", **changed)
-    _judge_second(p, _field(obs, "result"))
-
-
 def _second_setup(args: dict[str, Any]) -> list[tuple[_ElementwiseProbe, torch.Tensor | None]]:
     return [(p, None) for p in _second_probes(args["sizes"], args["seed"])]
-
-
-def _general_setup(args: dict[str, Any]) -> list[tuple[_ElementwiseProbe, torch.Tensor | None]]:
-    probes = _general_probes(args["sizes"], args["seed"] + 1000)
-    gen = torch.Generator().manual_seed(args["seed"] + 2000)
-    return [(p, None if i % 2 == 0 else _rand(gen, *p.x.shape, low=5.0, high=9.0)) for i, p in enumerate(probes)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -916,10 +910,13 @@ _DEFAULTS = {"sizes": (3,), "seed": 0}
 _BATCH_DEFAULTS = {"sizes": (3,), "n_batches": 4, "seed": 0}
 
 #: Every public check, by name: the exercise, its keyword arguments with defaults, how it observes and judges.
+_JUDGE_VJP = _judge_x_probe("vjp", "check_vjp_keeps_grad", "vjp_changed_x_grad", _judge_vjp)
+_JUDGE_SECOND = _judge_x_probe("secondderiv", "check_second_derivative_general", "second_changed_x_grad", _judge_second)
+
 CHECKS: dict[str, _Check] = {
-    "check_vjp": _Check("vjp", _DEFAULTS, _vjp_setup, _observe_vjp, _judge_vjp_probe,
+    "check_vjp": _Check("vjp", _DEFAULTS, _vjp_setup, _observe_vjp, _JUDGE_VJP,
                         "vjp: matches vᵀJ on {n} probes"),
-    "check_vjp_keeps_grad": _Check("vjp", _DEFAULTS, _vjp_keeps_grad_setup, _observe_vjp, _judge_vjp_probe,
+    "check_vjp_keeps_grad": _Check("vjp", _DEFAULTS, _with_stale_grads(_vjp_probes), _observe_vjp, _JUDGE_VJP,
                                    "vjp: x.grad left untouched and vᵀJ correct on {n} probes"),
     "check_mean_gradient": _Check("accumulate", _BATCH_DEFAULTS, _batch_setup(0, stale_grad=False), _run_accumulate,
                                   _judge_accumulate_probe,
@@ -930,10 +927,10 @@ CHECKS: dict[str, _Check] = {
     "check_mean_gradient_copy": _Check("accumulate", _BATCH_DEFAULTS, _batch_setup(3000, stale_grad=False),
                                        _run_accumulate, _judge_accumulate_probe,
                                        "accumulate: returns its own copy, not w.grad, on {n} probes"),
-    "check_second_derivative": _Check("secondderiv", _DEFAULTS, _second_setup, _observe_second, _judge_second_probe,
+    "check_second_derivative": _Check("secondderiv", _DEFAULTS, _second_setup, _observe_second, _JUDGE_SECOND,
                                       "secondderiv: matches f''(x) on {n} probes"),
-    "check_second_derivative_general": _Check("secondderiv", _DEFAULTS, _general_setup, _observe_second,
-                                              _judge_second_probe,
+    "check_second_derivative_general": _Check("secondderiv", _DEFAULTS, _with_stale_grads(_general_probes), _observe_second,
+                                              _JUDGE_SECOND,
                                               "secondderiv: any shape (0-d to 3-d) and x.grad untouched, on {n} probes"),
 }
 
