@@ -123,6 +123,14 @@ def _usable(obs: Obs) -> bool:
     return "error" not in obs and obs.get("type") == "Tensor" and obs.get("has_graph") and obs.get("node") is not None
 
 
+def _begin(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...],
+           **first: Any) -> tuple[Obs, torch.Tensor | None, Any]:
+    """Call forward; the observation starts with it. The output is None when nothing more can be observed
+    (forward raised, returned no tensor, or no custom Function made it)."""
+    obs, out, node = call(ex, fn, inputs)
+    return {**first, "forward": obs}, (out if _usable(obs) else None), node
+
+
 def _differentiable(inputs: tuple[Any, ...]) -> list[torch.Tensor]:
     return [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
 
@@ -183,11 +191,9 @@ def forward(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
 
 def first_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
     inputs = probe.fresh()
-    obs, out, node = call(ex, fn, inputs)
-    result: Obs = {"forward": obs}
-    if not _usable(obs):
+    result, out, node = _begin(ex, fn, inputs)
+    if out is None:
         return result
-    assert out is not None
     v = grad_output(out.shape, probe.seed)
     result["raw"] = raw_backward(probe, out, node, v)
     if "error" in result["raw"]:
@@ -216,11 +222,9 @@ def _sinh_extra_outputs_ignored(cls: type, probe: Probe) -> bool:
 
 def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
     inputs = probe.fresh()
-    obs, out, node = call(ex, fn, inputs)
-    result: Obs = {"forward": obs}
-    if not _usable(obs):
+    result, out, node = _begin(ex, fn, inputs)
+    if out is None:
         return result
-    assert out is not None
     cls = node_class(node)
     result["backward_source"] = dx.source_of(cls.backward)
     v = grad_output(out.shape, probe.seed).requires_grad_()
@@ -256,11 +260,9 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Ob
 def _pattern_observation(ex: Exercise, fn: Callable[..., Any], probe: Probe, pattern: tuple[int, ...]) -> Obs:
     inputs = tuple(x.detach().clone().requires_grad_(i in pattern) if isinstance(x, torch.Tensor) else x
                    for i, x in enumerate(probe.inputs))
-    obs, out, node = call(ex, fn, inputs)
-    result: Obs = {"pattern": list(pattern), "forward": obs}
-    if not _usable(obs):
+    result, out, node = _begin(ex, fn, inputs, pattern=list(pattern))
+    if out is None:
         return result
-    assert out is not None
     v = grad_output(out.shape, probe.seed)
     try:
         grads = torch.autograd.grad(out, _differentiable(inputs), v, allow_unused=True, retain_graph=True)
@@ -288,11 +290,9 @@ def requires_grad_patterns(probe: Probe) -> list[tuple[int, ...]]:
 
 def structure(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
     inputs = probe.fresh()
-    obs, out, node = call(ex, fn, inputs)
-    result: Obs = {"forward": obs}
-    if not _usable(obs):
+    result, out, node = _begin(ex, fn, inputs)
+    if out is None:
         return result
-    assert out is not None
     v = grad_output(out.shape, probe.seed)
     result["raw"] = raw_backward(probe, out, node, v)
     if ex.backward_classes and "error" not in result["raw"]:
