@@ -1,79 +1,147 @@
 """The sandboxed side of trusted grading: run a notebook's cells, and observe where test cells stood.
 
-    python -m grader.child PLAN.json RESULTS.jsonl
-
+``run(plan, address)`` executes the plan in this process (forked by ``grader.worker`` for each notebook):
 PLAN holds the notebook's code cells in order; where an instructor's test cell stood it holds the check
-calls parsed from it (``grader.testcells``), never its code. For each one this process evaluates the
-function under test in the notebook's namespace, records observations (``grader.observe``) and appends
-one JSON line to RESULTS, flushed at once, so that a crash or a kill keeps what came before.
+calls parsed from it (``grader.testcells``), never its code. For each one it evaluates the function under
+test in the notebook's namespace, records observations (``grader.observe``) and reports one JSON message.
 
-Before any student code runs, it keeps the originals of what observing relies on (torch's autograd entry
-points, the grader's observers, builtins) and puts them back before each observation: a notebook that
-patches them cannot change what is observed. This process decides nothing: the trusted side judges.
+How the observations stay the observer's, with untrusted code in the same process:
+- **The channel is not a descriptor of this process.** Each message is sent over a fresh connection to the
+  worker's listening socket, opened and closed by the reporter while no student code runs. The worker
+  accepts a message only from this process's pid (the kernel says who connected), and the sandbox's seccomp
+  filter refuses threads, so nothing runs beside the reporter while it sends. A student cell that opens a
+  socket, or a process it forks that tries, is flagged (below) or refused by the worker.
+- **Originals are guarded around every call into student code.** Before student code runs, this module
+  keeps torch's, the grader's, json's, os' and builtins' namespaces (and the code, defaults and closures of
+  the grader's functions); they are put back before each observation and again after every return from the
+  student's code during it (its function, its Functions' forward, backward and jvp), so a forward that
+  re-patches ``torch.autograd.grad`` mid-observation changes nothing the observer uses.
+- **What cannot be blocked inside one process is made visible.** An audit hook (``sys.addaudithook``:
+  it cannot be removed) reports what no honest answer needs, as a flag for the instructor: ``gc`` walks,
+  frames of student or grader code, ctypes, sockets, descriptor files under /proc, threads, trace hooks,
+  new audit hooks. The trusted side scores the checks observed from then on 0 and lists the flag.
+
+This process decides nothing: the trusted side judges.
 """
 
 from __future__ import annotations
 
+import _socket
 import builtins
 import json
 import os
+import socket
 import sys
 import threading
-from typing import Any
+import traceback
+from typing import Any, Callable
 
 import torch
+import torch.autograd.function as autograd_function
 
-from . import basics, observe, wire
+from . import basics, diagnosis, exercises, observe, wire
 from .exercises import get
 
-# What observing relies on, kept before student code runs: (owner, attribute name).
-GUARDED: list[tuple[Any, str]] = [
-    (torch.autograd, "grad"), (torch.autograd, "backward"), (torch.autograd, "gradcheck"),
-    (torch.autograd, "gradgradcheck"), (torch.autograd, "Function"), (torch.Tensor, "backward"),
-    (torch, "autograd"), (torch, "Tensor"), (torch, "no_grad"), (torch, "enable_grad"),
-    (torch.autograd.function.Function, "apply"), (json, "dumps"), (os, "fsync"),
-] + [(module, name) for module in (observe, basics, wire) for name in dir(module)
-     if callable(getattr(module, name)) and not name.startswith("__")]
+GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
+TRUSTED_CODE = tuple({os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.__file__))})
+MISSING = object()
+
+# Namespaces whose every entry is put back (module dicts; class dicts for classes).
+GUARDED_NAMESPACES: list[Any] = [
+    builtins, torch, torch.Tensor, torch.autograd, autograd_function, torch.autograd.graph,
+    torch.autograd.gradcheck, torch.nn.functional, json, os, socket, wire, observe, basics, diagnosis, exercises,
+    autograd_function.Function, autograd_function.BackwardCFunction, torch.autograd.graph.saved_tensors_hooks,
+]
+# Where an added name matters (it shadows a builtin or a base class's method): additions are removed there.
+# Elsewhere (torch's packages) an addition is usually a submodule imported later, which must stay.
+ADDITIONS_REMOVED = (builtins, wire, observe, basics, diagnosis, exercises)
+
+# Audit events no honest answer raises (measured on the course's solutions, the catalogue and alternatives).
+ALWAYS_FLAGGED = {
+    "gc.get_referrers": "gc.get_referrers (reaching the grader's objects)",
+    "gc.get_referents": "gc.get_referents (reaching the grader's objects)",
+    "gc.get_objects": "gc.get_objects (reaching the grader's objects)",
+    "sys._current_frames": "sys._current_frames (reading the grader's frames)",
+    "_thread.start_new_thread": "starting a thread",
+    "sys.addaudithook": "adding an audit hook",
+    "sys.settrace": "a trace hook (sys.settrace)",
+    "sys.setprofile": "a profile hook (sys.setprofile)",
+}
+FRAME_ATTRIBUTES = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"}
+PROC_DESCRIPTORS = ("/proc/", "/dev/fd")
 
 
-def _function_state(value: Any) -> Any:
-    """What a notebook could rewrite inside a function object: its code and its default arguments."""
-    if not hasattr(value, "__code__"):
-        return None
-    return (value.__code__, value.__defaults__, value.__kwdefaults__)
+def _is_student_file(filename: str) -> bool:
+    """Code that is neither the Python install, the venv, nor a frozen module: a notebook cell or a file it wrote."""
+    return not (filename.startswith("<frozen") or os.path.abspath(filename).startswith(TRUSTED_CODE)) \
+        or filename.startswith(GRADER_DIR)
 
 
-def snapshot() -> dict[tuple[int, str], tuple[Any, Any, Any]]:
-    kept: dict[tuple[int, str], tuple[Any, Any, Any]] = {}
-    this = sys.modules[__name__]
-    guarded = GUARDED + [(this, name) for name in dir(this) if callable(getattr(this, name)) and not name.startswith("__")]
-    for owner, name in guarded:
-        if hasattr(owner, name):
-            value = owner.__dict__.get(name, getattr(owner, name)) if isinstance(owner, type) else getattr(owner, name)
-            kept[(id(owner), name)] = (owner, value, _function_state(value))
-    kept[(id(builtins), "*")] = (builtins, dict(vars(builtins)), None)
-    return kept
+def _grader_functions() -> list[Any]:
+    found = []
+    for module in (observe, basics, wire, diagnosis, exercises, sys.modules[__name__]):
+        for value in vars(module).values():
+            if getattr(value, "__module__", None) == module.__name__ and hasattr(value, "__code__"):
+                found.append(value)
+    return found
 
 
-def restore(kept: dict[tuple[int, str], tuple[Any, Any, Any]]) -> list[str]:
-    """Put back everything the notebook replaced; return what it had replaced."""
-    replaced = []
-    for (_, name), (owner, value, code) in kept.items():
-        if name == "*":
+def _function_state(fn: Any) -> tuple[Any, ...]:
+    """What a notebook could rewrite inside a function object: code, defaults, closure cells' contents."""
+    cells = tuple(c.cell_contents if _cell_filled(c) else MISSING for c in (fn.__closure__ or ()))
+    return fn.__code__, fn.__defaults__, fn.__kwdefaults__, cells
+
+
+def _cell_filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+class Guard:
+    """The originals of everything observing relies on; ``restore()`` puts them back and says what changed."""
+
+    def __init__(self, extra_functions: list[Any] = ()) -> None:  # type: ignore[assignment]
+        self.namespaces = [(owner, dict(vars(owner))) for owner in GUARDED_NAMESPACES]
+        self.functions = [(fn, _function_state(fn)) for fn in [*_grader_functions(), *extra_functions]]
+
+    def restore(self) -> list[str]:
+        replaced: list[str] = []
+        for owner, kept in self.namespaces:
             current = vars(owner)
-            changed = [k for k, v in value.items() if current.get(k) is not v]
-            if changed:
-                replaced.append("builtins." + ", builtins.".join(sorted(changed)[:5]))
-                current.update(value)
-            continue
-        now = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
-        if now is not value:
-            replaced.append(f"{getattr(owner, '__name__', owner)}.{name}")
-            setattr(owner, name, value)
-        if code is not None and _function_state(value) != code:
-            replaced.append(f"the code of {getattr(owner, '__name__', owner)}.{name}")
-            value.__code__, value.__defaults__, value.__kwdefaults__ = code
-    return replaced
+            if len(current) == len(kept) and all(current.get(k, MISSING) is v for k, v in kept.items()):
+                continue
+            name = getattr(owner, "__name__", str(owner))
+            if isinstance(owner, type) or owner in ADDITIONS_REMOVED:
+                for key in [k for k in current if k not in kept]:
+                    replaced.append(f"{name}.{key} (added)")
+                    _set(owner, key, MISSING)
+            for key, value in kept.items():
+                if current.get(key, MISSING) is not value:
+                    replaced.append(f"{name}.{key}")
+                    _set(owner, key, value)
+        for fn, state in self.functions:
+            if _function_state(fn) != state:
+                replaced.append(f"the code of {fn.__module__}.{fn.__qualname__}")
+                fn.__code__, fn.__defaults__, fn.__kwdefaults__ = state[:3]
+                for cell, value in zip(fn.__closure__ or (), state[3]):
+                    if value is not MISSING:
+                        cell.cell_contents = value
+        return replaced
+
+
+def _set(owner: Any, key: str, value: Any) -> None:
+    if isinstance(owner, type):
+        if value is MISSING:
+            delattr(owner, key)
+        else:
+            setattr(owner, key, value)
+    elif value is MISSING:
+        del vars(owner)[key]
+    else:
+        vars(owner)[key] = value
 
 
 def make_shell() -> Any:
@@ -99,8 +167,10 @@ def resolve(entry: str, namespace: dict[str, Any]) -> Any:
     return value
 
 
-def observe_call(call: dict[str, Any], namespace: dict[str, Any]) -> list[dict[str, Any]]:
+def observe_call(call: dict[str, Any], namespace: dict[str, Any], after: Callable[[], Any] | None = None) -> list[dict[str, Any]]:
     fn = resolve(call["entry"], namespace)
+    if after is not None:
+        fn = _guarded(fn, after)
     kwargs = dict(call["kwargs"])
     if call["module"] == "checks":
         ex = get(kwargs.pop("exercise"))
@@ -109,48 +179,193 @@ def observe_call(call: dict[str, Any], namespace: dict[str, Any]) -> list[dict[s
     return basics.observe(call["check"], fn, **kwargs)
 
 
-def main(plan_path: str, results_path: str) -> None:
-    with open(plan_path, encoding="utf-8") as f:
-        plan = json.load(f)
-    fd = os.open(results_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    run(plan, fd)
-    os.close(fd)
+def _guarded(fn: Any, after: Callable[[], Any]) -> Any:
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            after()
+
+    guarded.__name__ = getattr(fn, "__name__", "your function")
+    guarded.__wrapped__ = fn  # type: ignore[attr-defined]
+    return guarded
 
 
-def run(plan: list[dict[str, Any]], fd: int) -> None:
-    """Execute the plan, appending one JSON line per event to ``fd`` (flushed at once)."""
-    # Everything this loop calls is held in locals from here on: replacing grader.child.* or the module's
-    # globals from a notebook cell changes nothing below.
-    kept, restore_all, observe_one = snapshot(), restore, observe_call
-    write = os.write  # kept too: the results channel must not be patchable
-    dumps, encode, fsync = json.dumps, wire.encode, os.fsync
+def _install_function_guards(current: list[Any]) -> list[Any]:
+    """Wrap torch's entry points into a custom Function's code (apply → forward, the engine → backward, forward
+    mode → jvp) so that, during an observation, every return from student code runs ``current[0]`` (the
+    restore). ``current[0]`` is read before the student's code runs: it cannot switch the guard off for
+    that call, and the restore switches it back on for the next. Returns the wrappers (guarded themselves)."""
+    Function, Backward = autograd_function.Function, autograd_function.BackwardCFunction
+    apply_forward = Function.__dict__["apply"].__func__
+    apply_backward = Backward.__dict__["apply"]
+    apply_jvp = Backward.__dict__["apply_jvp"]
+
+    def forward(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        after = current[0]
+        try:
+            return apply_forward(cls, *args, **kwargs)
+        finally:
+            if after is not None:
+                after()
+
+    def backward(self: Any, *args: Any) -> Any:
+        after = current[0]
+        try:
+            return apply_backward(self, *args)
+        finally:
+            if after is not None:
+                after()
+
+    def jvp(self: Any, *args: Any) -> Any:
+        after = current[0]
+        try:
+            return apply_jvp(self, *args)
+        finally:
+            if after is not None:
+                after()
+
+    forward.__doc__, backward.__doc__ = apply_forward.__doc__, apply_backward.__doc__
+    Function.apply = classmethod(forward)  # type: ignore[method-assign,assignment]
+    Backward.apply = backward  # type: ignore[method-assign]
+    Backward.apply_jvp = jvp  # type: ignore[method-assign]
+    return [forward, backward, jvp]
+
+
+def _cell_error(error: BaseException, source: str) -> dict[str, Any]:
+    """What a code cell raised, with the line of the cell where it happened (if it happened in the cell)."""
+    info: dict[str, Any] = {"error": f"{type(error).__name__}: {error}"}
+    line = None
+    if isinstance(error, SyntaxError) and error.lineno:
+        line = error.lineno
+    else:
+        for frame, lineno in traceback.walk_tb(error.__traceback__):
+            if frame.f_code.co_filename.startswith("<ipython-input-") or frame.f_code.co_filename.startswith("/tmp/ipykernel"):
+                line = lineno  # the deepest frame that is the cell itself
+    lines = source.split("\n")
+    if line is not None and 1 <= line <= len(lines):
+        info["line"], info["code"] = line, lines[line - 1].strip()[:200]
+    return info
+
+
+def run(plan: list[dict[str, Any]], address: str) -> None:
+    """Execute the plan, reporting one message per event to the worker's socket at ``address``."""
+    # Everything this loop calls is held in locals (of this frame and of closures only an audited gc walk or
+    # frame access could reach): replacing grader.child.* or module globals from a cell changes nothing here.
+    dumps, encode = json.dumps, wire.encode
+    new_socket, family, kind = _socket.socket, socket.AF_UNIX, socket.SOCK_STREAM  # C type: nothing to patch
+    reporting = [False]
+    position = [None]  # the plan item running now, for flags
+    flagged: set[tuple[Any, str]] = set()
 
     def report(entry: dict[str, Any]) -> None:
-        write(fd, (dumps(encode(entry)) + "\n").encode())
-        fsync(fd)
+        data = (dumps(encode(entry)) + "\n").encode()
+        reporting[0] = True  # only our own socket calls below are not flagged
+        try:
+            channel = new_socket(family, kind)
+            try:
+                channel.connect(address)
+                channel.sendall(data)
+            finally:
+                channel.close()
+        except OSError:
+            pass  # the worker is gone: nothing left to tell
+        finally:
+            reporting[0] = False
 
+    def flag(what: str) -> None:
+        if (position[0], what) not in flagged and len(flagged) < 50:
+            flagged.add((position[0], what))
+            report({"event": "flag", "index": position[0], "what": what})
+
+    busy = [False]
+
+    def audit(event: str, args: tuple[Any, ...]) -> None:
+        if busy[0] or reporting[0]:
+            return
+        busy[0] = True
+        try:
+            what = _suspicious(event, args)
+            if what:
+                flag(what)
+        except Exception:
+            pass  # the hook must never break the notebook
+        finally:
+            busy[0] = False
+
+    current: list[Any] = [None]
+    wrappers = _install_function_guards(current)
+    guard = Guard(extra_functions=[*wrappers, report, flag, audit])
+    restore_all, observe_one, set_trace, set_profile = guard.restore, observe_call, sys.settrace, sys.setprofile
+    restored: list[str] = []
+
+    def after_student() -> None:
+        current[0] = after_student  # a notebook that switched the guard off gets it back for the next call
+        restored.extend(restore_all())
+
+    sys.addaudithook(audit)
     shell = make_shell()
     for item in plan:
+        position[0] = item["index"]
         report({"event": "start", "index": item["index"]})
         if item["kind"] == "code":
-            run = shell.run_cell(item["source"], store_history=False)
-            error = run.error_before_exec or run.error_in_exec
-            report({"event": "done", "index": item["index"], "error": f"{type(error).__name__}: {error}" if error else ""})
+            result = shell.run_cell(item["source"], store_history=False)
+            error = result.error_before_exec or result.error_in_exec
+            report({"event": "done", "index": item["index"], **(_cell_error(error, item["source"]) if error else {"error": ""})})
             continue
-        sys.settrace(None)  # no tracing or profiling hook of the notebook may watch or rewrite observing
-        sys.setprofile(None)
+        reporting[0] = True  # our own calls: not flagged
+        set_trace(None)  # no tracing or profiling hook of the notebook may watch or rewrite observing
+        set_profile(None)
+        reporting[0] = False
         threading.settrace(None)  # type: ignore[arg-type]
         threading.setprofile(None)  # type: ignore[arg-type]
-        replaced = restore_all(kept)
+        restored.clear()
+        restored.extend(restore_all())
+        current[0] = after_student
         calls = []
         for call in item["calls"]:
             try:
-                calls.append({"observations": observe_one(call, shell.user_ns)})
+                calls.append({"observations": observe_one(call, shell.user_ns, after_student)})
             except Exception as exc:  # the function under test is missing or its lookup failed
                 calls.append({"error": f"{type(exc).__name__}: {exc}"})
-        report({"event": "observed", "index": item["index"], "calls": calls, "restored": replaced})
+            restored.extend(restore_all())
+        current[0] = None
+        report({"event": "observed", "index": item["index"], "calls": calls, "restored": sorted(set(restored))})
+
+
+def main(plan_path: str, address: str) -> None:
+    """Unsandboxed grading (trusted code only): ``python -m grader.child PLAN.json ADDRESS``."""
+    with open(plan_path, encoding="utf-8") as f:
+        plan = json.load(f)
+    run(plan, "\0" + address[1:] if address.startswith("@") else address)  # "@name": an abstract socket
+
+
+def _suspicious(event: str, args: tuple[Any, ...]) -> str:
+    """What an audit event attempted, if no honest answer does it; else ""."""
+    if event in ALWAYS_FLAGGED:
+        return ALWAYS_FLAGGED[event]
+    if event.startswith("ctypes."):
+        return f"ctypes ({event}): raw memory access"
+    if event.startswith("socket.") and event != "socket.getaddrinfo":
+        return f"a socket ({event})"
+    if event == "sys._getframe":
+        code = args[0].f_code
+        caller = sys._getframe(2).f_code
+        if _is_student_file(code.co_filename) or (caller.co_name == "walk_stack" and caller.co_filename.endswith("traceback.py")):
+            return "frame access (sys._getframe) to student or grader frames"
+        return ""
+    if event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRIBUTES:
+        caller = sys._getframe(2).f_code.co_filename
+        return f"frame access ({args[1]})" if _is_student_file(caller) and not caller.startswith(GRADER_DIR) else ""
+    if event == "open" and args:
+        path = args[0]
+        if isinstance(path, int):
+            return "opening a file descriptor by number"
+        text = os.fsdecode(path) if isinstance(path, (str, bytes)) else ""
+        if text.startswith(PROC_DESCRIPTORS) and any(p in text for p in ("/fd", "/mem", "/map_files", "/task/")):
+            return f"opening {text[:60]}"
+    return ""
 
 
 if __name__ == "__main__":
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
     main(sys.argv[1], sys.argv[2])

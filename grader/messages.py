@@ -415,6 +415,9 @@ EN.update({
     "not_reported": Message("the notebook's process did not report this check (was it tampered with?)",
                             "Re-run your notebook from the top; do not change the grader from your cells."),
     "not_reached": Message("not reached", "An earlier cell stopped the notebook."),
+    "flagged_check": Message("not scored: before this check the notebook used {what}, which no answer needs and "
+                             "which can forge what the grader observes. Your instructor sees this flag and can review "
+                             "it.", "Remove that code, then re-run the notebook from the top."),
     "not_checked": Message("not checked: {reason}", "Fix what stopped the notebook, then re-run it from the top."),
     "stopped": Message("the notebook was stopped: {reason}", "Checks after that point score 0."),
     "stopped_while": Message("the notebook was stopped: {reason} while running cell {cell}", "Checks after that point score 0."),

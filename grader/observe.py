@@ -159,7 +159,7 @@ def raw_backward(probe: Probe, out: torch.Tensor, node: Any, v: torch.Tensor) ->
     grads[out.output_nr if out.grad_fn is node else 0] = v
     try:
         with torch.no_grad():
-            raw = cls.backward(node, *grads)
+            raw = type(node).apply(node, *grads)  # the student's backward, through torch's (guarded) entry point
     except Exception as exc:
         return {"error": error_info(exc, f"calling {cls.__name__}.backward")}
     raw = raw if isinstance(raw, tuple) else (raw,)
@@ -273,7 +273,7 @@ def _pattern_observation(ex: Exercise, fn: Callable[..., Any], probe: Probe, pat
     cls = node_class(node)
     try:
         with torch.no_grad():
-            raw = cls.backward(node, v)  # the graph was retained above, so its saved tensors are still there
+            raw = type(node).apply(node, v)  # the student's backward (graph retained above: saved tensors still there)
     except Exception as exc:
         result["raw"] = {"error": error_info(exc, f"calling {cls.__name__}.backward")}
         return result

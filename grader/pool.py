@@ -1,18 +1,28 @@
 """A pool of sandboxed workers with torch imported, one per core, grading notebooks concurrently.
 
-Each worker runs ``grader.worker`` under bubblewrap: course folders, the repository, /root and /home
-hidden; no network; its own pid namespace and cgroup; a private /tmp of bounded size and no writable host
-folder at all. The plan goes in through the worker's stdin and the results come back through its stdout,
-so no notebook ever sees another's files. A worker forks a fresh child per notebook, so a notebook costs
-its own work, not a Python start and a torch import. Judging happens in the caller's thread.
+Each worker runs ``grader.worker`` as the init of its own bubblewrap sandbox (``grader.sandbox``): the
+course, the repository, /root and /home are not there; no network; an unprivileged host user; a seccomp
+filter; its own pid namespace and cgroup; a private /tmp of bounded size and no writable host folder. It
+runs exactly the grader package this process imported (mounted at ``sandbox.TRUSTED_GRADER``; the worker's
+first answer carries a digest of its sources, which must equal ours). The plan goes in through the
+worker's stdin and the results come back through its stdout, so no notebook ever sees another's files.
+
+Failures are charged to whoever caused them:
+- a worker that never becomes ready is a broken setup (``sandbox.SetupError``): grading stops, says why,
+  and records nothing;
+- a worker that finds itself unfit before a notebook (something an earlier notebook left) or dies before
+  taking it is replaced, and the notebook is graded on the fresh one: not charged;
+- a worker that dies while grading a notebook is replaced and the notebook graded once more; only if it
+  dies again is it charged to that notebook ("the grading worker running it died").
 """
 
 from __future__ import annotations
 
-import itertools
+import collections
 import json
 import os
 import queue
+import secrets
 import subprocess
 import sys
 import threading
@@ -21,16 +31,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import sandbox
+from . import sandbox, syscalls
 
-_ids = itertools.count()
 SCRATCH_BYTES = 512 * 2**20  # each worker's private /tmp
+READY_SECONDS = 120  # torch's import and the warm-up take about 2 s; a loaded machine may need much more
+BOOT = ("import sys; sys.path.insert(0, {path!r}); from grader.worker import main; main()")
 
 
 @dataclass
 class TaskOutcome:
     returncode: int | None
     stopped: str  # "", "timeout", "output", "worker"
+
+
+class _Unfit(Exception):
+    """The worker could not take the notebook (unfit, or gone before it started): retry elsewhere, uncharged."""
 
 
 class _Worker:
@@ -40,17 +55,46 @@ class _Worker:
                                                        processes=pool.limits.processes))
         env = {"OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "GRADER_NO_DRAW": "1", "PATH": "/usr/bin:/bin",
                "LANG": "C.UTF-8", "HOME": "/tmp"}
-        argv = [sys.executable, "-I", "-m", "grader.worker"]
-        command = self.cgroups.join_command() + sandbox.command(argv, None, pool.hide, pool.expose, env,
-                                                                 tmp_bytes=SCRATCH_BYTES)
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, text=True, bufsize=1, start_new_session=True)
+        argv = [sys.executable, "-I", "-c", BOOT.format(path=sandbox.TRUSTED_GRADER)]
+        policy = syscalls.descriptor()
+        try:
+            command = self.cgroups.join_command() + sandbox.command(
+                argv, None, pool.hide, pool.expose, env, tmp_bytes=SCRATCH_BYTES, seccomp_fd=policy, as_pid_1=True)
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, text=True, bufsize=1, start_new_session=True,
+                                            pass_fds=(policy,), **sandbox._popen_identity())  # type: ignore[arg-type]
+        finally:
+            os.close(policy)
+        self.stderr: collections.deque[str] = collections.deque(maxlen=20)
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
         self.ready: bool | None = None  # known once its first line arrives (torch import: about a second)
+        self.problem = ""
+
+    def _drain_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr.append(line.rstrip())
 
     def wait_ready(self) -> "_Worker":
         if self.ready is None:
-            self.ready = self._read(timeout=120) is not None
+            answer = self._read(timeout=READY_SECONDS)
+            if answer is None or not answer.get("ready"):
+                self.ready = False
+                self.problem = self._why_not_ready()
+            elif answer.get("fingerprint") != self.pool.fingerprint:
+                self.ready = False
+                self.problem = (f"the sandbox imported a different grader package ({answer.get('package')}, "
+                                f"digest {answer.get('fingerprint')}) than this process "
+                                f"({sandbox.trusted_package()}, digest {self.pool.fingerprint})")
+            else:
+                self.ready = True
         return self
+
+    def _why_not_ready(self) -> str:
+        code = self.process.poll()
+        said = " | ".join(line for line in list(self.stderr)[-6:] if line.strip())
+        state = f"exited with status {code}" if code is not None else f"said nothing within {READY_SECONDS} s"
+        return f"the sandboxed grading worker {state}" + (f": {said}" if said else "")
 
     def _read(self, timeout: float) -> dict[str, Any] | None:
         """The worker's next answer, or None if it died or stayed silent past ``timeout``."""
@@ -70,7 +114,7 @@ class _Worker:
         return answer[0] if answer and isinstance(answer[0], dict) else None
 
     def run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, TaskOutcome]:
-        task_id = f"t{next(_ids)}"
+        task_id = secrets.token_hex(16)  # unguessable: an answer for any other task is not this one's
         task = {"id": task_id, "plan": plan, "timeout": timeout, "memory": self.pool.limits.memory_bytes,
                 "file_bytes": self.pool.limits.file_bytes}
         try:
@@ -78,8 +122,10 @@ class _Worker:
             self.process.stdin.write(json.dumps(task) + "\n")
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
-            return b"", TaskOutcome(None, "worker")
+            raise _Unfit("the worker was gone before the notebook started") from None
         answer = self._read(timeout + 30)  # the worker enforces the timeout; this guards a silent worker
+        if answer is not None and answer.get("id") == task_id and "unhealthy" in answer:
+            raise _Unfit(str(answer["unhealthy"]))
         if answer is None or answer.get("id") != task_id:
             self.close()
             return b"", TaskOutcome(None, "worker")
@@ -97,7 +143,11 @@ class _Worker:
 
 
 class Pool:
-    """``with Pool(hide=[course_root]) as pool: pool.run(plan, timeout)`` from any number of threads."""
+    """``with Pool(hide=[course_root]) as pool: pool.run(plan, timeout)`` from any number of threads.
+
+    Raises ``sandbox.SetupError`` (naming the cause) when a worker cannot start: nothing can be graded."""
+
+    RETRIES = 3  # fresh workers tried for one notebook when the failure is not the notebook's
 
     def __init__(self, hide: list[Path], workers: int | None = None, limits: sandbox.Limits = sandbox.Limits()):
         ok, why = sandbox.available()
@@ -106,30 +156,63 @@ class Pool:
         self.limits = limits
         self.hide = sandbox.default_hidden(hide)
         self.expose = sandbox.default_exposed()
+        self.fingerprint = sandbox.package_fingerprint()
         self.size = workers or os.cpu_count() or 1
         # bwrap --die-with-parent ties a worker to the *thread* that started it: one long-lived thread does.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grader-pool-spawner")
         self.idle: "queue.Queue[_Worker]" = queue.Queue()
-        for worker in [self._spawn() for _ in range(self.size)]:  # all start at once, then become ready
-            self.idle.put(worker.wait_ready())
+        started = [self._spawn() for _ in range(self.size)]  # all start at once, then become ready
+        broken = [w for w in started if not w.wait_ready().ready]
+        if broken:
+            for worker in started:
+                worker.close()
+            self._spawner.shutdown()
+            raise sandbox.SetupError(f"cannot grade: {broken[0].problem}. Nothing was graded or recorded. "
+                                     "Check that `make install` completed, then try again.")
+        for worker in started:
+            self.idle.put(worker)
 
     def _spawn(self) -> _Worker:
         return self._spawner.submit(_Worker, self).result()
 
+    def _fresh(self) -> _Worker:
+        worker = self._spawn().wait_ready()
+        if not worker.ready:
+            worker.close()
+            raise sandbox.SetupError(f"cannot grade: {worker.problem}")
+        return worker
+
     def run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, TaskOutcome]:
         """Run one notebook's plan; return (the child's results, how it ended)."""
         worker = self.idle.get()
-        if not worker.alive():
-            worker.close()
-            worker = self._spawn().wait_ready()
+        died = 0
         try:
-            return worker.run(plan, timeout)
+            for _ in range(self.RETRIES + 1):
+                if not worker.alive():
+                    worker.close()
+                    worker = self._fresh()
+                try:
+                    data, ended = worker.run(plan, timeout)
+                except _Unfit:
+                    worker.close()
+                    worker = self._fresh()
+                    continue
+                if ended.stopped == "worker" and died == 0:  # maybe not this notebook's doing: once more
+                    died += 1
+                    worker.close()
+                    worker = self._fresh()
+                    continue
+                return data, ended
+            return b"", TaskOutcome(None, "worker")
         finally:
-            if worker.alive():
+            if worker.process.poll() is None and worker.ready:
                 self.idle.put(worker)
             else:
                 worker.close()
-                self.idle.put(self._spawn().wait_ready())
+                try:
+                    self.idle.put(self._fresh())
+                except sandbox.SetupError:
+                    pass  # the next notebook's run() tries again and reports it
 
     def close(self) -> None:
         while not self.idle.empty():

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -65,6 +65,7 @@ class NotebookResult:
     problem: str = ""  # why grading stopped early, if it did
     restored: list[str] = field(default_factory=list)  # what the notebook had patched (put back before observing)
     seconds: float = 0.0
+    flags: list[dict[str, str]] = field(default_factory=list)  # {"cell", "what"}: attempts no honest answer makes
 
     @property
     def score(self) -> float:
@@ -89,6 +90,7 @@ class NotebookResult:
             "problem": self.problem,
             "restored": self.restored,
             "seconds": round(self.seconds, 2),
+            "flags": self.flags,
             "exercises": {
                 name: {
                     "score": sum(c.points for c in cells),
@@ -187,11 +189,18 @@ def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = 
     """Grade prepared cells: in ``pool`` if given (fast), else in a sandbox of their own."""
     started = time.monotonic()
     result = NotebookResult(name, tests_from)
-    reported, problem, restored = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
+    reported, problem, restored, flags = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
+    names = {(c.index if c.index >= 0 else ("missing", c.grade_id)): c.grade_id or f"cell {c.index + 1}" for c in cells}
+    result.flags = [{"cell": str(names.get(key, "?")), "what": what} for key, what in flags]
     for cell in cells:
         if not cell.graded:
             continue
         entry = reported.get(cell.index if cell.index >= 0 else ("missing", cell.grade_id))
+        if entry is not None and entry.get("flagged"):
+            reason = say("flagged_check", what=entry["flagged"])
+            result.cells.append(CellResult(cell.grade_id, 0.0, cell.points, "failed", reason,
+                                           [{"mistake": "flagged", "title": reason, "hidden": False}]))
+            continue
         if entry is None:
             reason = problem or say("not_reached")
             result.cells.append(CellResult(cell.grade_id, 0.0, cell.points, "not run", reason,
@@ -261,7 +270,7 @@ def _judge_call(call: testcells.CheckCall, answer: Any) -> tuple[bool, str, dict
 
 
 def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: list[Path],
-             pool: "Pool | None" = None) -> tuple[dict[Any, dict[str, Any]], str, list[str]]:
+             pool: "Pool | None" = None) -> tuple[dict[Any, dict[str, Any]], str, list[str], list[tuple[Any, str]]]:
     ok, why = (True, "") if pool is not None else sandbox.available()
     if not ok and not allow_unsandboxed:
         raise SandboxRefused(f"refusing to run student code without a sandbox: {why}. "
@@ -285,75 +294,82 @@ def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: l
     scratch = Path(tempfile.mkdtemp(prefix="grader-"))
     try:  # no sandbox, explicitly allowed by the instructor: trusted code only
         (scratch / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
-        results = scratch / "results.jsonl"
-        argv = [sys.executable, "-m", "grader.child", str(scratch / "plan.json"), str(results)]
         env = {"MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore", "GRADER_NO_DRAW": "1", "PYTHONNOUSERSITE": "1"}
-        outcome = _run_unsandboxed(argv, scratch, env, timeout)
-        return _read_results(_read_regular_file(results), keys, cells, outcome)
+        data, outcome = _run_unsandboxed(scratch, env, timeout)
+        return _read_results(data, keys, cells, outcome)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _execute_in(pool: "Pool", plan: list[dict[str, Any]], keys: dict[int, Any], cells: list[Cell],
-                timeout: float) -> tuple[dict[Any, dict[str, Any]], str, list[str]]:
+                timeout: float) -> tuple[dict[Any, dict[str, Any]], str, list[str], list[tuple[Any, str]]]:
     data, ended = pool.run(plan, timeout)
     outcome = sandbox.Outcome(ended.returncode, "", 0.0, ended.stopped, sandbox.Limits(wall_seconds=timeout))
     return _read_results(data, keys, cells, outcome)
 
 
-def _read_regular_file(path: Path) -> bytes:
-    """At most RESULTS_LIMIT bytes of a regular file; nothing from a FIFO, a device or a symlink."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return b""
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
-        return os.read(fd, RESULTS_LIMIT)
-    finally:
-        os.close(fd)
+def _run_unsandboxed(scratch: Path, env: dict[str, str], timeout: float) -> tuple[bytes, sandbox.Outcome]:
+    """Run the plan in a plain child process, reading its reports as the sandboxed worker would."""
+    from . import channel
 
-
-def _run_unsandboxed(argv: list[str], scratch: Path, env: dict[str, str], timeout: float) -> sandbox.Outcome:
     started = time.monotonic()
+    inbox = channel.Inbox()
+    argv = [sys.executable, "-m", "grader.child", str(scratch / "plan.json"), inbox.address.replace("\0", "@", 1)]
     child = subprocess.Popen(argv, cwd=scratch, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     stopped = ""
+    deadline = started + timeout
     try:
-        child.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        stopped = "timeout"
+        while child.poll() is None:
+            select.select([inbox.listener], [], [], 0.01)
+            inbox.collect(child.pid, deadline)
+            if inbox.full or time.monotonic() > deadline:
+                stopped = "output" if inbox.full else "timeout"
+                break
     finally:
         sandbox._kill(child)
         child.wait()
-    return sandbox.Outcome(child.returncode, "", time.monotonic() - started, stopped, sandbox.Limits(wall_seconds=timeout))
+        inbox.collect(child.pid, time.monotonic() + 1)
+        inbox.close()
+    outcome = sandbox.Outcome(child.returncode, "", time.monotonic() - started, stopped, sandbox.Limits(wall_seconds=timeout))
+    return "\n".join(inbox.lines).encode(), outcome
 
 
-RESULTS_LIMIT = 50_000_000  # bytes of results read from the sandbox
+RESULTS_LIMIT = 8_000_000  # bytes of results read from the sandbox (grader.channel caps them there too)
 
 
 def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
-                  outcome: sandbox.Outcome) -> tuple[dict[Any, dict[str, Any]], str, list[str]]:
+                  outcome: sandbox.Outcome) -> tuple[dict[Any, dict[str, Any]], str, list[str], list[tuple[Any, str]]]:
+    """The reports in the order they were sent. Once anything was flagged, every later observation is marked
+    ``flagged`` (it may be forged): those checks score 0, and the flags are returned for the instructor."""
     reported: dict[Any, dict[str, Any]] = {}
     running = None
     restored: list[str] = []
+    flags: list[tuple[Any, str]] = []
     text = data[:RESULTS_LIMIT].decode("utf-8", errors="replace")
     for line in text.splitlines():
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if not isinstance(entry, dict) or entry.get("index") not in keys:
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("event") == "flag":
+            flags.append((keys.get(entry.get("index")), str(entry.get("what", "?"))[:200]))
+            continue
+        if entry.get("index") not in keys:
             continue
         key = keys[entry["index"]]
         if entry.get("event") == "start":
             running = key
         elif entry.get("event") == "observed":
+            if flags:
+                entry["flagged"] = flags[0][1]
             reported[key] = entry
             restored += [str(r) for r in entry.get("restored", []) if isinstance(r, str)]
             running = None
         elif entry.get("event") == "done":
+            reported.setdefault(("done", key), entry)
             running = None
     problem = ""
     if outcome.stopped or outcome.returncode not in (0, None):
@@ -361,4 +377,4 @@ def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
         where = next((c for c in cells if (c.index if c.index >= 0 else ("missing", c.grade_id)) == running), None)
         problem = (say("stopped_while", reason=reason, cell=where.grade_id or where.index) if where
                    else say("stopped", reason=reason))
-    return reported, problem, sorted(set(restored))
+    return reported, problem, sorted(set(restored)), flags[:50]

@@ -1,9 +1,15 @@
 """Run untrusted code under bubblewrap, with limits, and leave nothing behind.
 
 What a sandboxed program gets:
-- the whole filesystem read-only, minus the hidden folders (the course root: solutions, gradebook, other
-  students), each replaced by an empty tmpfs, plus the paths explicitly re-exposed read-only (e.g. the venv);
-- one private writable scratch folder (its working directory) and a private /tmp;
+- an allowlist of host folders, read-only: the system (/usr, /etc), the venv, the Python install and the
+  grader package (at their real paths and at the paths the grader sees them by); nothing else of the host:
+  no course, solutions, gradebook, home folders or other checkouts. The sandbox's own root and /dev are
+  read-only too; the only writable places are a size-limited private /tmp, a small /dev/shm and, for
+  ``run``, the scratch folder it is given;
+- an unprivileged host identity: started by root, bubblewrap itself runs as the ``grader-sandbox`` user (or
+  nobody), so files only root may read stay unreadable and /proc/sys stays read-only inside;
+- a seccomp filter (``grader.syscalls``): no ptrace or other way into another process, no threads, no new
+  namespaces or mounts;
 - no network (a new, empty network namespace), its own pid namespace (everything it starts dies with it);
 - limits: wall time, address space (RLIMIT_AS), file size, and where cgroup v1 is writable, a pids.max and a
   memory limit for the whole tree; its stdout/stderr are read through a capped pipe.
@@ -13,8 +19,10 @@ Where bwrap cannot start, ``available()`` says why, and callers refuse untrusted
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
+import pwd
 import resource
 import shutil
 import signal
@@ -27,6 +35,9 @@ from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NOBODY = 65534
+SANDBOX_USER = "grader-sandbox"  # created by `make install` when run as root; else nobody is used
+SHM_BYTES = 16 * 2**20  # /dev/shm inside a sandbox
+TRUSTED_GRADER = "/opt/grader-trusted"  # where the trusted side's own grader package is mounted inside
 _counter = itertools.count()
 
 
@@ -66,14 +77,62 @@ class SandboxUnavailable(RuntimeError):
     pass
 
 
+class SetupError(RuntimeError):
+    """The grading environment itself is broken (not the student's fault): stop, say why, record nothing."""
+
+
+def host_identity() -> tuple[int, int] | None:
+    """The (uid, gid) bubblewrap runs as on the host: an unprivileged user when we are root; None when we
+    already are unprivileged (then the sandbox runs as ourselves)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        entry = pwd.getpwnam(SANDBOX_USER)
+        return entry.pw_uid, entry.pw_gid
+    except KeyError:
+        return NOBODY, NOBODY
+
+
+def _popen_identity() -> dict[str, object]:
+    """subprocess.Popen arguments that drop root for the sandbox (done in C after fork: safe with threads)."""
+    identity = host_identity()
+    if identity is None:
+        return {}
+    return {"user": identity[0], "group": identity[1], "extra_groups": []}
+
+
+def package_fingerprint(folder: Path | None = None) -> str:
+    """A digest of the grader package's sources: the sandbox must run exactly the code the trusted side runs."""
+    folder = folder or Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def available() -> tuple[bool, str]:
-    """(True, "") when bubblewrap can start a sandbox here; else (False, why)."""
+    """(True, "") when bubblewrap can start a sandbox here, as the user it will run as; else (False, why)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return False, "bubblewrap (bwrap) is not installed: run `make install` (Debian package bubblewrap)"
     try:
-        done = subprocess.run([bwrap, *_system_mounts(), "--unshare-all", "--die-with-parent", "--", "true"],
-                              capture_output=True, text=True, timeout=20)
+        from . import syscalls
+
+        syscalls.compiled()
+    except Exception as exc:  # SeccompUnavailable, or a libseccomp that cannot compile the policy
+        return False, str(exc)
+    identity = host_identity()
+    for path in default_exposed():
+        unreadable = _unreadable_by(path, identity)
+        if unreadable:
+            who = f"the sandbox user (uid {identity[0]})" if identity else "this user"
+            return False, (f"{who} cannot read {unreadable}, which the sandbox needs ({path}): make the folders "
+                           f"on that path readable and searchable by others (chmod o+rx), or keep the course and its "
+                           f".venv outside a private folder such as /root")
+    try:
+        done = subprocess.run([bwrap, *_system_mounts(), "--unshare-all", "--unshare-user", "--disable-userns",
+                               "--die-with-parent", "--", "true"],
+                              capture_output=True, text=True, timeout=20, **_popen_identity())  # type: ignore[arg-type]
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"bwrap could not start: {exc}"
     if done.returncode != 0:
@@ -81,11 +140,27 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
+def _unreadable_by(path: Path, identity: tuple[int, int] | None) -> str:
+    """The first folder on ``path`` the sandbox's host user cannot search (or, for ``path``, read), or "".
+    Asked of the kernel as that user, so ACLs count (``make install`` grants the sandbox user search rights)."""
+    folders = [*reversed(path.parents), path]
+    script = 'for p in "$@"; do if [ "$p" = "$0" ]; then [ -r "$p" ] && [ -x "$p" ] || { echo "$p"; exit; }; ' \
+             'else [ -x "$p" ] || { echo "$p"; exit; }; fi; done'
+    try:
+        done = subprocess.run(["/bin/sh", "-c", script, str(path), *map(str, folders)], capture_output=True,
+                              text=True, timeout=10, **({"user": identity[0], "group": identity[1], "extra_groups": []}
+                                                        if identity else {}))  # type: ignore[arg-type]
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{path} ({exc})"
+    return done.stdout.strip()
+
+
 class _Cgroups:
     """A pids and a memory cgroup (v1) for one sandboxed tree, when the controllers are writable."""
 
     def __init__(self, limits: Limits):
         self.dirs: list[Path] = []
+        identity = host_identity()
         name = f"grader-{os.getpid()}-{next(_counter)}"
         for controller, settings in (("pids", {"pids.max": limits.processes}),
                                      ("memory", {"memory.limit_in_bytes": limits.memory_bytes,
@@ -96,6 +171,11 @@ class _Cgroups:
             except OSError:
                 continue
             self.dirs.append(path)
+            if identity is not None:  # the unprivileged process that joins must be able to write cgroup.procs
+                try:
+                    os.chown(path / "cgroup.procs", *identity)
+                except OSError:
+                    pass
             for key, value in settings.items():
                 try:
                     (path / key).write_text(str(value))
@@ -136,9 +216,25 @@ def default_hidden(extra: list[Path] = ()) -> list[Path]:  # type: ignore[assign
 
 
 def default_exposed() -> list[Path]:
-    """What it needs even inside a hidden folder, read-only: the venv, the Python install, the grader package."""
-    paths = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(__file__).resolve().parent}
+    """What it needs even inside a hidden folder, read-only: the venv and the Python install, by their real
+    paths (a symlinked .venv included); the grader package is mounted apart (``TRUSTED_GRADER``)."""
+    paths = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
     return sorted(paths, key=lambda p: len(p.parts))
+
+
+def _aliases() -> dict[str, str]:
+    """Paths the grader uses that are symlinks to exposed folders (e.g. a symlinked .venv): where to bind what."""
+    aliases = {}
+    for path in (Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent):
+        absolute = Path(os.path.abspath(path))
+        if absolute != absolute.resolve():
+            aliases[str(absolute)] = str(absolute.resolve())
+    return aliases
+
+
+def trusted_package() -> Path:
+    """The grader package this process imported (its real folder): the one the sandbox must run."""
+    return Path(__file__).resolve().parent
 
 
 # The only host folders a sandbox sees, read-only (plus ``default_exposed()``): the system, not people's files.
@@ -158,22 +254,35 @@ def _system_mounts() -> list[str]:
 
 
 def command(argv: list[str], scratch: Path | None, hide: list[Path], expose: list[Path], env: dict[str, str],
-            tmp_bytes: int | None = None) -> list[str]:
-    """The bwrap command line for ``argv``: system folders and ``expose`` read-only, ``scratch`` bound
-    writable (or none), /tmp private (sized); ``hide`` is emptied even inside what is exposed."""
-    args = ["bwrap", *_system_mounts(), "--dev", "/dev", "--proc", "/proc"]
+            tmp_bytes: int | None = None, seccomp_fd: int | None = None, as_pid_1: bool = False) -> list[str]:
+    """The bwrap command line for ``argv``: system folders and ``expose`` read-only, the grader package at
+    ``TRUSTED_GRADER``, ``scratch`` bound writable (or none), /tmp private (sized), /dev/shm small, the root
+    and /dev read-only; ``hide`` is emptied even inside what is exposed. With ``as_pid_1`` the program is
+    the sandbox's init: no bubblewrap process stays inside holding the descriptors it was started with."""
+    args = ["bwrap", *_system_mounts()]
     expose = sorted({*expose, *default_exposed()}, key=lambda p: len(Path(p).parts))
-    args += (["--size", str(tmp_bytes)] if tmp_bytes else []) + ["--tmpfs", "/tmp"]
     for path in expose:
         args += ["--ro-bind", str(path), str(path)]
+    for alias, real in _aliases().items():
+        if not any(Path(alias).is_relative_to(e) for e in expose):
+            args += ["--ro-bind", real, alias]
+    args += ["--ro-bind", str(trusted_package()), TRUSTED_GRADER + "/grader"]
     for path in hide:  # after the binds: a hidden folder inside an exposed one is emptied
         if any(path.is_relative_to(e) for e in expose):
             args += ["--tmpfs", str(path)]
+    args += ["--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+             "--proc", "/proc"]
+    args += (["--size", str(tmp_bytes)] if tmp_bytes else []) + ["--tmpfs", "/tmp"]
     if scratch is not None:
         args += ["--bind", str(scratch), str(scratch)]
-    args += ["--chdir", str(scratch or "/tmp"),
-             "--unshare-all", "--die-with-parent", "--new-session", "--uid", str(NOBODY), "--gid", str(NOBODY),
-             "--clearenv"]
+    args += ["--remount-ro", "/",
+             "--chdir", str(scratch or "/tmp"),
+             "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+             "--uid", str(NOBODY), "--gid", str(NOBODY), "--clearenv"]
+    if as_pid_1:
+        args += ["--as-pid-1"]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     for key, value in env.items():
         args += ["--setenv", key, value]
     return args + ["--", *argv]
@@ -182,8 +291,14 @@ def command(argv: list[str], scratch: Path | None, hide: list[Path], expose: lis
 def run(argv: list[str], *, scratch: Path, hide: list[Path] = (), expose: list[Path] = (),  # type: ignore[assignment]
         env: dict[str, str] | None = None, limits: Limits = Limits()) -> Outcome:
     """Run ``argv`` in a sandbox; always returns, within about ``limits.wall_seconds``."""
+    from . import syscalls
+
     scratch.mkdir(parents=True, exist_ok=True)
     os.chmod(scratch, 0o777)  # writable by the sandbox's unprivileged user
+    blocked = _unreadable_by(scratch, host_identity())
+    if blocked:
+        raise SetupError(f"the sandbox user cannot reach its scratch folder {scratch} ({blocked} is private): "
+                         "put it under a folder others may search, such as /tmp")
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8", **(env or {})}
     cgroups = _Cgroups(limits)
 
@@ -193,11 +308,15 @@ def run(argv: list[str], *, scratch: Path, hide: list[Path] = (), expose: list[P
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     started = time.monotonic()
-    process = subprocess.Popen(
-        cgroups.join_command() + command(argv, scratch, list(hide), list(expose), env),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        preexec_fn=apply_rlimits, start_new_session=True,
-    )
+    policy = syscalls.descriptor()
+    try:
+        process = subprocess.Popen(
+            cgroups.join_command() + command(argv, scratch, list(hide), list(expose), env, seccomp_fd=policy, as_pid_1=True),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(policy,),
+            preexec_fn=apply_rlimits, start_new_session=True, **_popen_identity(),  # type: ignore[arg-type]
+        )
+    finally:
+        os.close(policy)
     chunks: list[bytes] = []
     flooded = threading.Event()
 

@@ -1,14 +1,24 @@
-"""A long-lived grading worker: lives inside bubblewrap with torch imported, forks one child per notebook.
+"""A long-lived grading worker: the init of its own bubblewrap sandbox, with torch imported; forks one child
+per notebook.
 
-    python -I -m grader.worker        (started by grader.pool, never by hand: it refuses outside a sandbox)
+    (started by grader.pool, never by hand: it refuses to run outside its own pid namespace)
 
-Protocol, one JSON object per line. The pool sends {"id", "plan", "timeout", "memory", "file_bytes"}; the
-worker forks a child that runs the plan (``grader.child.run``) in a fresh folder of the sandbox's private,
-size-limited /tmp, and answers {"id", "returncode", "stopped", "seconds", "results"} once the child is
-gone. The results are read through the worker's own descriptor of the file the child writes, so renaming,
-replacing or unlinking that path changes nothing. Before answering, the worker kills every process the
-child left behind and empties /tmp, so the next notebook starts from nothing its predecessor made. The
-worker is not dumpable: a child can neither read nor write its memory.
+Protocol with the pool, one JSON object per line over the worker's stdin and stdout. The worker first says
+{"ready", "fingerprint"} (the digest of the grader package it imported: the pool checks it is its own). The
+pool then sends {"id", "plan", "timeout", "memory", "file_bytes"}; the worker forks a child that runs the
+plan (``grader.child.run``) in a fresh folder of the sandbox's private, size-limited /tmp, and answers
+{"id", "returncode", "stopped", "seconds", "results"} once the child is gone, or {"id", "unhealthy"} when
+it finds itself unfit to grade (a folder it could not empty, a process it could not stop): the pool then
+grades that notebook on a fresh worker and charges nobody.
+
+Nothing the child can reach holds this channel: the worker is pid 1 of the sandbox (``bwrap --as-pid-1``:
+no bubblewrap process inside keeps the descriptors it was started with), not dumpable (the child can
+neither trace it nor open its /proc/1/fd), and the child closes every inherited descriptor. The child
+reports through a socket the worker listens on, one connection per message; the worker keeps only
+messages whose sender the kernel names as the child itself (SO_PEERCRED), and records any other sender as
+a flag. Before answering, the worker kills every process the child left behind and empties /tmp and
+/dev/shm (folders a notebook locked with chmod 000 included), so the next notebook starts from nothing its
+predecessor made.
 """
 
 from __future__ import annotations
@@ -17,31 +27,29 @@ import ctypes
 import json
 import os
 import resource
-import shutil
+import select
 import signal
+import socket
+import stat
 import sys
 import time
 from typing import Any
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")  # one thread per child: the pool runs one child per core
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # one thread per child: the sandbox refuses threads anyway
 
 import IPython.core.interactiveshell  # noqa: E402,F401  (preloaded: every child would pay for it)
 import torch  # noqa: E402
 
-from . import child  # noqa: E402
+from . import channel, child, sandbox  # noqa: E402
 
 PR_SET_DUMPABLE = 4
 SCRATCH = "/tmp"
-RESULTS_LIMIT = 50_000_000  # bytes of results sent back per notebook
+SHARED_MEMORY = "/dev/shm"
 
 
 def in_own_pid_namespace() -> bool:
-    """True only inside bubblewrap's pid namespace (bwrap is pid 1, this worker pid 2)."""
-    try:
-        with open("/proc/1/comm") as f:
-            return f.read().strip() == "bwrap" and os.getpid() == 2
-    except OSError:
-        return False
+    """True only as the init of a new pid namespace (bwrap --as-pid-1): never the host's."""
+    return os.getpid() == 1
 
 
 def _not_dumpable() -> None:
@@ -87,38 +95,68 @@ def _virtual_memory() -> int:
 
 
 def _kill_leftovers() -> None:
-    """SIGKILL every process in this pid namespace except its init (1) and this worker."""
-    me = os.getpid()
-    for _ in range(5):
-        others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]
-        if not others:
-            return
+    """SIGKILL every process in this pid namespace except this worker (its init), and reap them all."""
+    for _ in range(50):
+        others = _others()
         for pid in others:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        for pid in others:
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
+        _reap()
+        if not others:
+            return
         time.sleep(0.01)
 
 
-def _empty_scratch() -> None:
-    for name in os.listdir(SCRATCH):
-        path = os.path.join(SCRATCH, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+def _others() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
 
 
-def _run_child(task: dict, folder: str, results_fd: int, base_memory: int) -> int:
+def _reap() -> None:
+    """As init, every orphan of the namespace is ours to wait for."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _remove_inside(folder: str) -> None:
+    """Remove everything inside ``folder``; folders a notebook made unreadable (chmod 000) are opened first."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                os.chmod(entry.path, stat.S_IRWXU)
+                _remove_inside(entry.path)
+                os.rmdir(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass  # what stays is found by the health check, which retires this worker
+
+
+def unfit() -> str:
+    """Why this worker should not grade the next notebook (something a notebook left it could not undo), or ""."""
+    if _others():
+        return "processes of an earlier notebook survived"
+    for folder in (SCRATCH, SHARED_MEMORY):
+        try:
+            left = os.listdir(folder)
+        except OSError as exc:
+            return f"{folder} is unreadable ({exc})"
+        if left:
+            return f"{folder} could not be emptied ({len(left)} entries left)"
+    return ""
+
+
+def _run_child(task: dict, folder: str, address: str, base_memory: int) -> int:
     pid = os.fork()
     if pid == 0:  # the child: a fresh process with torch already imported
         try:
@@ -130,14 +168,13 @@ def _run_child(task: dict, folder: str, results_fd: int, base_memory: int) -> in
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
-            os.dup2(results_fd, 3)
-            os.closerange(4, 4096)  # the worker's pipes and everything else: out of reach
+            os.closerange(3, 65536)  # the worker's pipes, its listening socket, everything: out of reach
             limit = base_memory + int(task["memory"])
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (int(task.get("file_bytes", 64 * 2**20)),) * 2)
             torch.set_num_threads(1)
-            child.run(task["plan"], 3)
+            child.run(task["plan"], address)
             os._exit(0)
         except BaseException:
             os._exit(1)
@@ -146,51 +183,63 @@ def _run_child(task: dict, folder: str, results_fd: int, base_memory: int) -> in
 
 def _grade(task: dict, base_memory: int) -> dict:
     started = time.monotonic()
-    _empty_scratch()
     folder = os.path.join(SCRATCH, "notebook")
     os.mkdir(folder, 0o700)
-    results_fd = os.open(os.path.join(folder, "results.jsonl"), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+    inbox = channel.Inbox()
+    stopped, status = "", 0
     try:
-        pid = _run_child(task, folder, results_fd, base_memory)
-        stopped, status = "", 0
+        pid = _run_child(task, folder, inbox.address, base_memory)
         deadline = started + float(task["timeout"])
         while True:
+            select.select([inbox.listener], [], [], 0.005)
+            inbox.collect(pid, deadline)
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 break
-            if time.monotonic() > deadline:
-                stopped = "timeout"
+            if inbox.full or time.monotonic() > deadline:
+                stopped = "output" if inbox.full else "timeout"
                 try:
                     os.killpg(pid, signal.SIGKILL)
                 except ProcessLookupError:
-                    pass
+                    os.kill(pid, signal.SIGKILL)
                 _, status = os.waitpid(pid, 0)
                 break
-            time.sleep(0.005)
         _kill_leftovers()
-        results = os.pread(results_fd, RESULTS_LIMIT, 0).decode("utf-8", errors="replace")
+        inbox.collect(pid, time.monotonic() + 1)  # what was sent before the end
     finally:
-        os.close(results_fd)
-        _empty_scratch()
+        inbox.close()
+        _remove_inside(SCRATCH)
+        _remove_inside(SHARED_MEMORY)
     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     if code == -signal.SIGXFSZ:
         stopped = "output"
     return {"id": task["id"], "returncode": code, "stopped": stopped, "seconds": time.monotonic() - started,
-            "results": results}
+            "results": "\n".join(inbox.lines)}
 
 
 def main() -> None:
     if not in_own_pid_namespace():
         # Cleaning up after a notebook kills every other process in the namespace: never outside a sandbox.
-        sys.exit("grader.worker runs only inside the sandbox that grader.pool starts (own pid namespace)")
+        sys.exit("grader.worker runs only inside the sandbox that grader.pool starts (as its pid 1)")
+    os.closerange(3, 65536)  # whatever bubblewrap or the pool's process left open
     _not_dumpable()
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     warm_up()
+    _remove_inside(SCRATCH)  # what the warm-up wrote (IPython's profile folder): every notebook starts empty
     base_memory = _virtual_memory()
     out = sys.stdout
-    out.write(json.dumps({"ready": True}) + "\n")
+    here = os.path.dirname(os.path.abspath(child.__file__))
+    out.write(json.dumps({"ready": True, "fingerprint": sandbox.package_fingerprint(sandbox.Path(here)),
+                          "package": here}) + "\n")
     out.flush()
     for line in sys.stdin:
-        out.write(json.dumps(_grade(json.loads(line), base_memory)) + "\n")
+        task = json.loads(line)
+        why = unfit()
+        if why:
+            out.write(json.dumps({"id": task["id"], "unhealthy": why}) + "\n")
+            out.flush()
+            return  # the pool starts a fresh worker for this notebook
+        out.write(json.dumps(_grade(task, base_memory)) + "\n")
         out.flush()
 
 

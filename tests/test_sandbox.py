@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -18,8 +19,8 @@ VENV = Path(sys.prefix)
 
 
 def run_python(code: str, tmp_path: Path, hide: list[Path] = (), **limits) -> sandbox.Outcome:
-    scratch = tmp_path / "scratch"
-    scratch.mkdir(exist_ok=True)
+    # pytest's tmp_path is private to root; the sandbox runs as an unprivileged user, which must reach its scratch
+    scratch = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
     (scratch / "program.py").write_text(textwrap.dedent(code))
     return sandbox.run([PYTHON, str(scratch / "program.py")], scratch=scratch, hide=list(hide), expose=[VENV],
                        limits=sandbox.Limits(**{"wall_seconds": 20.0, **limits}))
