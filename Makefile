@@ -12,7 +12,7 @@ NBGRADER   := $(BIN)/nbgrader
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-packages release demo autograde feedback report scores lab test test-fast lock clean
+.PHONY: help install system-packages sandbox-user release demo autograde feedback report scores lab test test-fast lock clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -25,10 +25,11 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
-install: $(STAMP) system-packages ## create .venv with pinned dependencies, plus Debian's graphviz and bubblewrap
+install: $(STAMP) system-packages sandbox-user ## create .venv with pinned dependencies, plus Debian's graphviz, bubblewrap, libseccomp and the sandbox user
 
-system-packages: ## install Debian's graphviz (torchviz's dot) and bubblewrap (the grading sandbox) when possible
+system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and libseccomp2 (the grading sandbox), acl, when possible
 	@missing=""; command -v dot >/dev/null || missing="$$missing graphviz"; command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	command -v setfacl >/dev/null || missing="$$missing acl"; ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 || missing="$$missing libseccomp2"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  echo "==> installing Debian packages:$$missing"; \
@@ -38,6 +39,9 @@ system-packages: ## install Debian's graphviz (torchviz's dot) and bubblewrap (t
 	  echo "note: missing Debian packages:$$missing (needs root and apt-get to install here)."; \
 	  echo "      Notebooks still run and say where a graph would be; to install: sudo apt-get install$$missing"; \
 	fi
+
+sandbox-user: $(STAMP) system-packages ## as root: the unprivileged user student code runs as, allowed to reach the Python install
+	@$(BIN)/python -m grader.sandbox setup
 
 release: $(STAMP) ## regenerate the student notebooks (notebooks/) from solutions/ with nbgrader
 	$(BIN)/python -m grader.notebooks normalize solutions

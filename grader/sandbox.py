@@ -102,12 +102,17 @@ def _popen_identity() -> dict[str, object]:
 
 
 def package_fingerprint(folder: Path | None = None) -> str:
-    """A digest of the grader package's sources: the sandbox must run exactly the code the trusted side runs."""
-    folder = folder or Path(__file__).resolve().parent
+    """A digest of the grader package's sources: the sandbox must run exactly the code the trusted side runs.
+    Without ``folder``: this package's, as it was when this process imported it."""
+    if folder is None:
+        return _IMPORTED_FINGERPRINT
     digest = hashlib.sha256()
     for path in sorted(folder.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
+
+
+_IMPORTED_FINGERPRINT = package_fingerprint(Path(__file__).resolve().parent)
 
 
 def available() -> tuple[bool, str]:
@@ -259,7 +264,9 @@ def command(argv: list[str], scratch: Path | None, hide: list[Path], expose: lis
     ``TRUSTED_GRADER``, ``scratch`` bound writable (or none), /tmp private (sized), /dev/shm small, the root
     and /dev read-only; ``hide`` is emptied even inside what is exposed. With ``as_pid_1`` the program is
     the sandbox's init: no bubblewrap process stays inside holding the descriptors it was started with."""
-    args = ["bwrap", *_system_mounts()]
+    args = ["bwrap", *_system_mounts(), "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+            "--remount-ro", "/dev", "--proc", "/proc"]
+    args += (["--size", str(tmp_bytes)] if tmp_bytes else []) + ["--tmpfs", "/tmp"]  # first: binds may lie inside
     expose = sorted({*expose, *default_exposed()}, key=lambda p: len(Path(p).parts))
     for path in expose:
         args += ["--ro-bind", str(path), str(path)]
@@ -270,9 +277,6 @@ def command(argv: list[str], scratch: Path | None, hide: list[Path], expose: lis
     for path in hide:  # after the binds: a hidden folder inside an exposed one is emptied
         if any(path.is_relative_to(e) for e in expose):
             args += ["--tmpfs", str(path)]
-    args += ["--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-             "--proc", "/proc"]
-    args += (["--size", str(tmp_bytes)] if tmp_bytes else []) + ["--tmpfs", "/tmp"]
     if scratch is not None:
         args += ["--bind", str(scratch), str(scratch)]
     args += ["--remount-ro", "/",
@@ -361,3 +365,39 @@ def _kill(process: subprocess.Popen) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def setup_host() -> int:
+    """``python -m grader.sandbox setup`` (``make install``): as root, create the unprivileged user student code
+    runs as, and let it search (not list) the folders on the way to the Python install and the venv."""
+    if os.geteuid() != 0:
+        return 0  # the sandbox runs as this (unprivileged) user: nothing to set up
+    try:
+        pwd.getpwnam(SANDBOX_USER)
+    except KeyError:
+        done = subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                               "--shell", "/usr/sbin/nologin", SANDBOX_USER], capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"warning: could not create the user {SANDBOX_USER} ({done.stderr.strip()}); "
+                  f"student code will run as nobody")
+        else:
+            print(f"==> created the unprivileged user {SANDBOX_USER}: student code runs as it, never as root")
+    identity = host_identity()
+    for path in default_exposed():
+        for _ in range(len(path.parts)):
+            blocked = _unreadable_by(path, identity)
+            if not blocked:
+                break
+            if Path(blocked) == path or not shutil.which("setfacl"):
+                print(f"warning: the sandbox user cannot read {blocked} (needed: {path}); grading will refuse to "
+                      f"start. Make it readable by others, or install Python and the course outside it.")
+                return 0  # the install goes on; grading says the same thing when it is asked to start
+            subprocess.run(["setfacl", "-m", f"u:{SANDBOX_USER}:x", blocked], check=False)
+            print(f"==> {SANDBOX_USER} may now pass through {blocked} (search only, no listing) to reach {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["setup"]:
+        sys.exit(setup_host())
+    sys.exit("usage: python -m grader.sandbox setup")

@@ -124,14 +124,36 @@ def _reap() -> None:
             return
 
 
-def _remove_inside(folder: str) -> None:
-    """Remove everything inside ``folder``; folders a notebook made unreadable (chmod 000) are opened first."""
+def _skeleton(folder: str) -> frozenset[str]:
+    """What bubblewrap put in ``folder`` before any notebook ran (mount points of exposed folders that lie
+    inside /tmp, and their parents): kept; everything else a notebook makes there is removed."""
+    found: set[str] = set()
+    device = os.lstat(folder).st_dev
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            found.add(path)
+        dirs[:] = [d for d in dirs if os.lstat(os.path.join(root, d)).st_dev == device]  # not into mounts
+    return frozenset(found)
+
+
+SKELETON: dict[str, frozenset[str]] = {}
+
+
+def _remove_inside(folder: str, keep: frozenset[str] = frozenset()) -> None:
+    """Remove everything inside ``folder`` but ``keep``; folders a notebook made unreadable (chmod 000) are
+    opened first. Never crosses into a mount (an exposed folder bound inside /tmp)."""
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return
     for entry in entries:
         try:
+            if entry.path in keep:
+                if entry.is_dir(follow_symlinks=False) and os.lstat(entry.path).st_dev == os.lstat(folder).st_dev:
+                    os.chmod(entry.path, 0o755)  # a notebook may have locked it
+                    _remove_inside(entry.path, keep)
+                continue
             if entry.is_dir(follow_symlinks=False):
                 os.chmod(entry.path, stat.S_IRWXU)
                 _remove_inside(entry.path)
@@ -142,18 +164,28 @@ def _remove_inside(folder: str) -> None:
             pass  # what stays is found by the health check, which retires this worker
 
 
+def _leftovers(folder: str) -> list[str]:
+    keep = SKELETON.get(folder, frozenset())
+    return [p for p in _skeleton(folder) if p not in keep]
+
+
 def unfit() -> str:
     """Why this worker should not grade the next notebook (something a notebook left it could not undo), or ""."""
     if _others():
         return "processes of an earlier notebook survived"
     for folder in (SCRATCH, SHARED_MEMORY):
         try:
-            left = os.listdir(folder)
+            left = _leftovers(folder)
         except OSError as exc:
             return f"{folder} is unreadable ({exc})"
         if left:
-            return f"{folder} could not be emptied ({len(left)} entries left)"
+            return f"{folder} could not be emptied ({len(left)} entries left, e.g. {left[0]})"
     return ""
+
+
+def _clean() -> None:
+    for folder in (SCRATCH, SHARED_MEMORY):
+        _remove_inside(folder, SKELETON.get(folder, frozenset()))
 
 
 def _run_child(task: dict, folder: str, address: str, base_memory: int) -> int:
@@ -208,8 +240,7 @@ def _grade(task: dict, base_memory: int) -> dict:
         inbox.collect(pid, time.monotonic() + 1)  # what was sent before the end
     finally:
         inbox.close()
-        _remove_inside(SCRATCH)
-        _remove_inside(SHARED_MEMORY)
+        _clean()
     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     if code == -signal.SIGXFSZ:
         stopped = "output"
@@ -224,8 +255,10 @@ def main() -> None:
     os.closerange(3, 65536)  # whatever bubblewrap or the pool's process left open
     _not_dumpable()
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    for folder in (SCRATCH, SHARED_MEMORY):
+        SKELETON[folder] = _skeleton(folder)
     warm_up()
-    _remove_inside(SCRATCH)  # what the warm-up wrote (IPython's profile folder): every notebook starts empty
+    _clean()  # what the warm-up wrote (IPython's profile folder): every notebook starts from the skeleton
     base_memory = _virtual_memory()
     out = sys.stdout
     here = os.path.dirname(os.path.abspath(child.__file__))
