@@ -66,6 +66,10 @@ class SandboxUnavailable(RuntimeError):
     pass
 
 
+class SetupError(RuntimeError):
+    """The grading environment itself is broken (not the student's fault): stop, say why, record nothing."""
+
+
 def available() -> tuple[bool, str]:
     """(True, "") when bubblewrap can start a sandbox here; else (False, why)."""
     bwrap = shutil.which("bwrap")
