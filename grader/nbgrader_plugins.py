@@ -392,11 +392,22 @@ class TrustedExecute(NbGraderPreprocessor):
             raise GradingStopped(1) from None
         _write_verdicts(nb, result)
         self._save(result, info)
+        if result.flags:
+            self.log.warning("%s", say("flagged_notebook", name=name, what=flags_text(result.flags)))
         if result.problem or result.restored:
             self.log.warning("%s: %s", name, "; ".join(filter(None, [result.problem, *(
                 ["restored " + ", ".join(result.restored)] if result.restored else [])])))
         self.log.info("%s: %g/%g points (trusted grading, %.1f s)", name, result.score, result.max_score, result.seconds)
         return nb, resources
+
+
+def flags_text(flags: list[dict[str, Any]]) -> str:
+    """'square-first-order: gc.get_referrers; cell 7: ctypes.memmove', on one line whatever the flags hold."""
+    def clean(value: Any) -> str:
+        text = " ".join(str(value).split())
+        return text[:200] + "..." if len(text) > 200 else text
+
+    return "; ".join(f"{clean(f.get('cell', '?'))}: {clean(f.get('what', '?'))}" for f in flags if isinstance(f, dict))
 
 
 def _one_line(exc: BaseException) -> str:

@@ -65,6 +65,7 @@ class NotebookResult:
     problem: str = ""  # why grading stopped early, if it did
     restored: list[str] = field(default_factory=list)  # what the notebook had patched (put back before observing)
     seconds: float = 0.0
+    flags: list[dict[str, str]] = field(default_factory=list)  # tampering attempts: {"cell": grade_id or "cell N", "what": ...}
 
     @property
     def score(self) -> float:
@@ -88,6 +89,7 @@ class NotebookResult:
             "max_score": self.max_score,
             "problem": self.problem,
             "restored": self.restored,
+            "flags": self.flags,
             "seconds": round(self.seconds, 2),
             "exercises": {
                 name: {
