@@ -62,6 +62,7 @@ class NamedStubs(ClearSolutions):
 # --- trusted autograding -------------------------------------------------------------------------------
 
 import atexit  # noqa: E402
+import copy  # noqa: E402
 import threading  # noqa: E402
 from concurrent.futures import Future, ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -245,7 +246,28 @@ class SubmissionExporter(NotebookExporter):
             resources["metadata"]["modified_date"] = stamp.strftime("%B %-d, %Y")
         except OSError:
             pass
-        return self.from_notebook_node(nb, resources, **kw)
+        if key in _CLASSROOM.unreadable or not getattr(self.parent, "_sanitizing", True):
+            return self.from_notebook_node(nb, resources, **kw)
+        try:
+            return self.from_notebook_node(nb, copy.deepcopy(resources), **kw)  # (nbconvert copies nb)
+        except Exception as exc:  # a notebook nbgrader's sanitizing trips over (e.g. every cell deleted)
+            if _not_the_notebooks_fault(exc):
+                raise
+            reason = say("unreadable_submission", file=filename,
+                         why=f"nbgrader could not prepare it for grading ({type(exc).__name__}: {_one_line(exc)})")
+            self.log.warning("%s", reason)
+            _CLASSROOM.unreadable[key] = reason
+            nb = placeholder_notebook(info["db_url"], info["assignment"], info["notebook"], reason)
+            return self.from_notebook_node(nb, resources, **kw)
+
+
+def _not_the_notebooks_fault(exc: BaseException) -> bool:
+    """The gradebook, the disk or nbgrader's metadata version: nbgrader's own handling applies."""
+    import sqlalchemy.exc
+    from nbgrader.nbgraderformat import SchemaTooNewError, SchemaTooOldError
+
+    return isinstance(exc, (sqlalchemy.exc.SQLAlchemyError, SchemaTooOldError, SchemaTooNewError, OSError,
+                            MemoryError))
 
 
 class GradingStopped(SystemExit):
