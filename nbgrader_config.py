@@ -52,6 +52,9 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# A submission that is not a readable notebook is graded 0 with the reason (the rest of the class as usual), and
+# the pool of sandboxed workers starts before nbgrader records anything: if it cannot, autograde stops (exit 1).
+c.Autograde.exporter_class = "grader.nbgrader_plugins.SubmissionExporter"
 c.OverwriteCells.add_missing_cells = True
 c.OverwriteCells.missing_cell_notification = "# This cell ({cell_id}) was missing from the submission; it was put back.\n"
 c.TrustedExecute.timeout = 120  # seconds per notebook

@@ -183,8 +183,23 @@ def demo(workdir: Path) -> int:
     from .report import build
 
     page = build(root, ASSIGNMENT, root / "reports")
-    say(f"Class report: {page} (and scores.csv, diagnoses.csv beside it)")
+    say(f"Class report: {page} (and scores.csv, diagnoses.csv, flags.csv beside it)")
+    flagged = flag_line(root, ASSIGNMENT)
+    if flagged:
+        say(flagged)
     return 0
+
+
+def course_root(db_url: str) -> Path:
+    """The course folder of a SQLite gradebook (where grader_results/ and reports/ are); else the current one."""
+    prefix = "sqlite:///"
+    return Path(db_url[len(prefix):]).parent if db_url.startswith(prefix) else Path(".")
+
+
+def flag_line(root: Path, assignment: str = ASSIGNMENT) -> str:
+    from .report import flag_line as line
+
+    return line(root, assignment)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,10 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--dir", type=Path, default=REPO / ".demo", help="scratch course directory (replaced)")
     s = sub.add_parser("scores", help="print scores per student and exercise from a gradebook")
     s.add_argument("--db", default="sqlite:///gradebook.db")
+    s.add_argument("--root", type=Path, default=None,
+                   help="course folder with grader_results/ (default: the gradebook's folder)")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.dir)
     say(render_scores(gradebook_scores(args.db)))
+    flagged = flag_line(args.root or course_root(args.db))
+    if flagged:
+        say(flagged)
     return 0
 
 

@@ -429,6 +429,35 @@ EN.update({
     "reason_early": Message("its process ended early", ""),
 })
 
+# For the instructor (and, for an unreadable submission, its student): a submission nbgrader cannot read, a
+# grading environment that cannot start, flagged submissions. The title is the whole sentence.
+EN.update({
+    "unreadable_submission": Message(
+        "this submission could not be read as a notebook: {file}: {why}; ask the student to re-submit",
+        "Download the notebook again from Jupyter (File > Download .ipynb) and hand it in again."),
+    "unreadable_notice": Message(
+        "This submission could not be graded: {reason}. Every test cell of this notebook scores 0.",
+        "Download the notebook again from Jupyter (File > Download .ipynb) and hand it in again."),
+    "setup_failed": Message(
+        "grading cannot start: {cause}. This is a problem of the grading machine, not of any student; "
+        "nothing was recorded.",
+        "Fix it (`make install`; check that `bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all -- true` "
+        "works), then run autograde again."),
+    "setup_failed_midway": Message(
+        "grading stopped while grading {current}: {cause}. This is a problem of the grading machine, not of any "
+        "student; the students finished before are graded, {current} and the ones after it are not.",
+        "Fix it (`make install`; check that bubblewrap works), then run autograde again: it grades the rest."),
+    "flagged_notebook": Message(
+        "{name} flagged for review: {what}",
+        "Open that cell in the autograded notebook and decide; the grader only reports what the code attempted."),
+    "flagged_summary": Message(
+        "{count} submission(s) flagged for review: see {path}",
+        "Each row names the student, the notebook, the cell and what its code attempted."),
+    "no_flags": Message(
+        "No submission was flagged for review: no cell tried to tamper with the grader.",
+        "Nothing to review."),
+})
+
 TABLES: Mapping[str, Mapping[str, Message]] = {"en": EN}
 LANGUAGE = "en"
 

@@ -62,17 +62,217 @@ class NamedStubs(ClearSolutions):
 # --- trusted autograding -------------------------------------------------------------------------------
 
 import atexit  # noqa: E402
+import copy  # noqa: E402
 import threading  # noqa: E402
 from concurrent.futures import Future, ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from nbformat.v4 import new_code_cell, new_output  # noqa: E402
+from nbconvert.exporters import NotebookExporter  # noqa: E402
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output  # noqa: E402
 from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402
-from traitlets import Bool, Float  # noqa: E402
+from traitlets import Bool, Float, Type  # noqa: E402
 
 
 RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json
+MAX_NOTEBOOK_BYTES = 100 * 2**20  # a submission larger than this is not read
+
+
+# --- submissions nbgrader cannot read -------------------------------------------------------------------
+
+
+class UnreadableSubmission(Exception):
+    """The file is not a notebook nbgrader can read; str() says why, in a few words."""
+
+
+def read_submission(path: str | Path) -> Any:
+    """The notebook in ``path`` (nbformat 4), or UnreadableSubmission saying why it is not one."""
+    import json
+    import warnings
+
+    from nbformat import reader
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_NOTEBOOK_BYTES + 1)
+    except OSError as exc:
+        raise UnreadableSubmission(f"it cannot be opened ({exc.strerror or exc})") from None
+    if not data.strip():
+        raise UnreadableSubmission("the file is empty")
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        raise UnreadableSubmission(f"it is larger than {MAX_NOTEBOOK_BYTES // 2**20} MB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UnreadableSubmission("it is binary data, not text") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        cut = exc.pos >= len(text.rstrip()) - 1
+        raise UnreadableSubmission(f"it is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}"
+                                   + (": the file ends too early, truncated?)" if cut else ")")) from None
+    except RecursionError:
+        raise UnreadableSubmission("it is not valid JSON (nested too deeply)") from None
+    if not isinstance(raw, dict):
+        raise UnreadableSubmission(f"it holds a JSON {_json_type(raw)}, not a notebook")
+    version = raw.get("nbformat")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UnreadableSubmission("it has no notebook format version ('nbformat'): not a notebook")
+    if version not in (3, 4):
+        raise UnreadableSubmission(f"its notebook format version is {version}; only 3 and 4 can be read")
+    if version == 3:  # an old notebook: its cells are in worksheets
+        worksheets = raw.get("worksheets")
+        if not isinstance(worksheets, list) or not all(isinstance(w, dict) for w in worksheets):
+            raise UnreadableSubmission("its 'worksheets' (notebook format 3) is "
+                                       + ("missing" if worksheets is None else "a JSON " + _json_type(worksheets))
+                                       + ", not a list of worksheets")
+        cells = [cell for w in worksheets for cell in (w.get("cells") if isinstance(w.get("cells"), list) else [None])]
+        kinds: tuple[str, ...] = ("code", "markdown", "raw", "heading")
+    else:
+        cells = raw.get("cells")
+        if not isinstance(cells, list):
+            raise UnreadableSubmission(f"its 'cells' is {'missing' if cells is None else 'a JSON ' + _json_type(cells)}, "
+                                       "not a list of cells")
+        kinds = ("code", "markdown", "raw")
+    for number, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") not in kinds:
+            raise UnreadableSubmission(f"its cell {number} is not a notebook cell")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # missing or duplicate cell ids: repaired, as Jupyter would
+            notebook = nbformat.convert(reader.reads(text), 4)
+            nbformat.validate(notebook)
+    except Exception as exc:  # ValidationError, NBFormatError, or nbformat tripping over garbage
+        detail = " ".join(str(getattr(exc, "message", "") or exc).split())
+        where = "/".join(str(p) for p in getattr(exc, "absolute_path", []) or [])
+        raise UnreadableSubmission("it is not a valid notebook (" + (f"at {where}: " if where else "")
+                                   + (detail[:150] + "..." if len(detail) > 150 else detail) + ")") from None
+    return notebook
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "list", str: "string", bool: "boolean", int: "number", float: "number", dict: "object"}
+    return names.get(type(value), "null")
+
+
+def placeholder_notebook(db_url: str, assignment: str, notebook_id: str, reason: str) -> Any:
+    """Stands for an unreadable submission: the instructor's cells as released (from the gradebook), after a
+    notice saying why; nbgrader then puts back and records every test cell, each failed with ``reason``."""
+    import json
+
+    from nbgrader.api import Gradebook
+
+    from .messages import message, say
+
+    cells = [new_markdown_cell(say("unreadable_notice", reason=reason) + " " + message("unreadable_notice").hint)]
+    with Gradebook(db_url) as gb:
+        notebook = gb.find_notebook(notebook_id, assignment)
+        points = {g.name: g.max_score for g in notebook.grade_cells}
+        solutions = {c.name for c in notebook.solution_cells}
+        tasks = {t.name: t.max_score for t in notebook.task_cells}
+        kernelspec = json.loads(notebook.kernelspec) if notebook.kernelspec else None
+        for source in notebook.source_cells:
+            meta: dict[str, Any] = {"grade_id": source.name, "grade": source.name in points,
+                                    "solution": source.name in solutions, "locked": bool(source.locked),
+                                    "schema_version": 3}
+            if source.name in points:
+                meta["points"] = points[source.name]
+            if source.name in tasks:
+                meta.update(task=True, points=tasks[source.name])
+            if source.checksum:
+                meta["checksum"] = source.checksum
+            make = new_code_cell if source.cell_type == "code" else new_markdown_cell
+            cells.append(make(source.source, metadata={"nbgrader": meta}))
+    nb = new_notebook(cells=cells)
+    if kernelspec:
+        nb.metadata["kernelspec"] = kernelspec
+    return nb
+
+
+class SubmissionExporter(NotebookExporter):
+    """nbgrader's exporter for autograding (``c.Autograde.exporter_class``), with two duties nbgrader has no
+    other hook for:
+
+    * when it is created (before nbgrader looks at any student), the grading environment starts: a sandbox
+      worker that never becomes ready stops the run there, with the cause, before anything is recorded;
+    * a submission that is not a readable notebook becomes a placeholder (``placeholder_notebook``) that
+      TrustedExecute grades 0 with the reason, instead of an exception that nbgrader would pin on the student
+      being processed (and, through the class graded ahead, on another one).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        converter = self.parent
+        pipeline = [p if isinstance(p, str) else f"{p.__module__}.{p.__name__}"
+                    for p in getattr(converter, "autograde_preprocessors", [])]
+        if getattr(converter, "coursedir", None) is not None and f"{__name__}.TrustedExecute" in pipeline:
+            from nbgrader.converters.base import NbGraderException
+
+            from . import runner, sandbox
+            from .messages import message, say
+
+            plugin = TrustedExecute(parent=self)
+            try:
+                _CLASSROOM.start(plugin, plugin._hide(converter.coursedir.db_url))
+            except (sandbox.SetupError, runner.SandboxRefused) as exc:
+                self.log.error("%s %s", say("setup_failed", cause=_one_line(exc)), message("setup_failed").hint)
+                raise NbGraderException(str(exc)) from None  # nbgrader exits 1; nothing was recorded
+
+    def from_filename(self, filename: str, resources: Any = None, **kw: Any) -> tuple[Any, Any]:
+        info = (resources or {}).get("nbgrader")
+        if not info:
+            return super().from_filename(filename, resources, **kw)
+        import datetime
+        import os
+
+        from .messages import say
+
+        key = (info["student"], info["assignment"], info["notebook"])
+        try:
+            nb = read_submission(filename)
+        except UnreadableSubmission as why:
+            reason = say("unreadable_submission", file=filename, why=why)
+            self.log.warning("%s", reason)
+            _CLASSROOM.unreadable[key] = reason
+            nb = placeholder_notebook(info["db_url"], info["assignment"], info["notebook"], reason)
+        else:
+            if getattr(self.parent, "_sanitizing", True):  # the submitted file itself was read
+                _CLASSROOM.unreadable.pop(key, None)
+        resources.setdefault("metadata", {})
+        resources["metadata"].update(name=os.path.splitext(os.path.basename(filename))[0],
+                                     path=os.path.dirname(filename))
+        try:
+            stamp = datetime.datetime.fromtimestamp(os.path.getmtime(filename), tz=datetime.timezone.utc)
+            resources["metadata"]["modified_date"] = stamp.strftime("%B %-d, %Y")
+        except OSError:
+            pass
+        if key in _CLASSROOM.unreadable or not getattr(self.parent, "_sanitizing", True):
+            return self.from_notebook_node(nb, resources, **kw)
+        try:
+            return self.from_notebook_node(nb, copy.deepcopy(resources), **kw)  # (nbconvert copies nb)
+        except Exception as exc:  # a notebook nbgrader's sanitizing trips over (e.g. every cell deleted)
+            if _not_the_notebooks_fault(exc):
+                raise
+            reason = say("unreadable_submission", file=filename,
+                         why=f"nbgrader could not prepare it for grading ({type(exc).__name__}: {_one_line(exc)})")
+            self.log.warning("%s", reason)
+            _CLASSROOM.unreadable[key] = reason
+            nb = placeholder_notebook(info["db_url"], info["assignment"], info["notebook"], reason)
+            return self.from_notebook_node(nb, resources, **kw)
+
+
+def _not_the_notebooks_fault(exc: BaseException) -> bool:
+    """The gradebook, the disk or nbgrader's metadata version: nbgrader's own handling applies."""
+    import sqlalchemy.exc
+    from nbgrader.nbgraderformat import SchemaTooNewError, SchemaTooOldError
+
+    return isinstance(exc, (sqlalchemy.exc.SQLAlchemyError, SchemaTooOldError, SchemaTooNewError, OSError,
+                            MemoryError))
+
+
+class GradingStopped(SystemExit):
+    """The grading environment broke: nbgrader must stop, not blame the student being graded (its per-student
+    handler catches every Exception, so this is not one)."""
 
 
 class ForgetUnknownCells(NbGraderPreprocessor):
@@ -130,6 +330,10 @@ class TrustedExecute(NbGraderPreprocessor):
                                          "Only for code you trust.").tag(config=True)
     parallel = Bool(True, help="Grade the whole class ahead, in a pool of sandboxed workers (one per core), "
                                "while nbgrader records the results one notebook at a time.").tag(config=True)
+    pool_class = Type("grader.pool.Pool", klass=object,
+                      help="The pool of sandboxed workers: called as pool_class(hide=[...], workers=None or 1). "
+                           "Raises grader.sandbox.SetupError when a worker never becomes ready. "
+                           "For tests of the grading machinery only.").tag(config=True)
 
     def _coursedir(self) -> Any:
         return getattr(getattr(getattr(self, "parent", None), "parent", None), "coursedir", None)
@@ -175,26 +379,74 @@ class TrustedExecute(NbGraderPreprocessor):
         return sorted(set(hide))
 
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        from . import runner
+        from . import runner, sandbox
+        from .messages import message, say
 
         info = resources["nbgrader"]
         name = f"{info['student']}/{info['assignment']}/{info['notebook']}"
         hide = self._hide(info["db_url"])
         key = (info["student"], info["assignment"], info["notebook"])
-        future = _CLASSROOM.ahead(self, info, hide) if self.parallel else None
-        if future is not None and key in _CLASSROOM.futures:
-            result = _CLASSROOM.futures.pop(key).result()
-        else:
-            cells = runner.cells_to_run(nb, self._trusted_cells(info["db_url"], info["assignment"], info["notebook"]))
-            result = runner.grade_cells(name, cells, "the gradebook", self.timeout, self.allow_unsandboxed, hide,
-                                        _CLASSROOM.pool)
+        try:
+            future = _CLASSROOM.ahead(self, info, hide) if self.parallel else _CLASSROOM.start(self, hide)
+            unreadable = _CLASSROOM.unreadable.get(key)
+            if unreadable:
+                _CLASSROOM.futures.pop(key, None)
+                trusted = self._trusted_cells(info["db_url"], info["assignment"], info["notebook"])
+                result = _unreadable_result(name, trusted, unreadable)
+            elif future is not None and key in _CLASSROOM.futures:
+                result = _CLASSROOM.futures.pop(key).result()
+            else:
+                cells = runner.cells_to_run(nb, self._trusted_cells(info["db_url"], info["assignment"], info["notebook"]))
+                result = runner.grade_cells(name, cells, "the gradebook", self.timeout, self.allow_unsandboxed, hide,
+                                            _CLASSROOM.pool)
+        except (sandbox.SetupError, runner.SandboxRefused) as exc:
+            # nbgrader would blame this student and go on to fail every other one: stop the run instead
+            self.log.error("%s %s", say("setup_failed_midway", current=info["student"], cause=_one_line(exc)),
+                           message("setup_failed_midway").hint)
+            _CLASSROOM.close()
+            coursedir = self._coursedir()
+            if coursedir is not None:  # as nbgrader does for a failed student: a re-run then grades it again
+                from nbgrader.utils import rmtree
+
+                folder = coursedir.format_path(coursedir.autograded_directory, info["student"], info["assignment"])
+                if Path(folder).is_dir():
+                    rmtree(folder)
+            raise GradingStopped(1) from None
         _write_verdicts(nb, result)
         self._save(result, info)
+        if result.flags:
+            self.log.warning("%s", say("flagged_notebook", name=name, what=flags_text(result.flags)))
         if result.problem or result.restored:
             self.log.warning("%s: %s", name, "; ".join(filter(None, [result.problem, *(
                 ["restored " + ", ".join(result.restored)] if result.restored else [])])))
         self.log.info("%s: %g/%g points (trusted grading, %.1f s)", name, result.score, result.max_score, result.seconds)
         return nb, resources
+
+
+def flags_text(flags: list[dict[str, Any]]) -> str:
+    """'square-first-order: gc.get_referrers; cell 7: ctypes.memmove', on one line whatever the flags hold."""
+    def clean(value: Any) -> str:
+        text = " ".join(str(value).split())
+        return text[:200] + "..." if len(text) > 200 else text
+
+    return "; ".join(f"{clean(f.get('cell', '?'))}: {clean(f.get('what', '?'))}" for f in flags if isinstance(f, dict))
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
+
+
+def _unreadable_result(name: str, trusted: dict[str, Any], reason: str) -> Any:
+    """Every test cell of the notebook failed, with the one reason the submission could not be read."""
+    from .runner import CellResult, NotebookResult
+
+    result = NotebookResult(name, "the gradebook", problem=reason)
+    for grade_id, cell in trusted.items():
+        meta = cell.metadata["nbgrader"]
+        if meta.get("grade"):
+            result.cells.append(CellResult(grade_id, 0.0, float(meta.get("points", 0) or 0), "failed", reason,
+                                           [{"mistake": "unreadable_submission", "title": reason, "hidden": False}]))
+    return result
 
 
 def _write_verdicts(nb: Any, result: Any) -> None:
@@ -223,27 +475,50 @@ class _Classroom:
 
     def __init__(self) -> None:
         self.pool: Any = None
+        self.unsandboxed = False  # no sandbox here, and the instructor allowed grading without one
         self.futures: dict[tuple[str, str, str], Future] = {}
+        self.unreadable: dict[tuple[str, str, str], str] = {}  # (student, assignment, notebook) -> why
         self.started: set[str] = set()
         self.lock = threading.Lock()
         self.executor: ThreadPoolExecutor | None = None
 
+    def start(self, plugin: TrustedExecute, hide: list[Path]) -> None:
+        """Start the pool of sandboxed workers (once). Raises SetupError (a worker never became ready, or the
+        pool could not start at all) or SandboxRefused: the grading machine's problems, never a student's."""
+        with self.lock:
+            self._start(plugin, hide)
+
+    def _start(self, plugin: TrustedExecute, hide: list[Path]) -> None:
+        from . import runner, sandbox
+
+        if self.pool is not None or self.unsandboxed:
+            return
+        ok, why = sandbox.available()
+        if not ok:
+            if not plugin.allow_unsandboxed:
+                raise runner.SandboxRefused(f"refusing to autograde without a sandbox: {why}. Set "
+                                            "c.TrustedExecute.allow_unsandboxed = True only for trusted code.")
+            self.unsandboxed = True
+            return
+        try:
+            pool = plugin.pool_class(hide=hide, **({} if plugin.parallel else {"workers": 1}))
+        except sandbox.SetupError:
+            raise
+        except Exception as exc:
+            raise sandbox.SetupError(f"the pool of sandboxed workers could not start ({type(exc).__name__}: "
+                                     f"{_one_line(exc)})") from exc
+        self.pool = pool
+        self.executor = ThreadPoolExecutor(max_workers=getattr(pool, "size", 1))
+        atexit.register(self.close)
+
     def ahead(self, plugin: TrustedExecute, info: dict[str, Any], hide: list[Path]) -> Future | None:
         """On the first notebook of an assignment, start grading every submission of it in the pool."""
-        from . import runner, sandbox
-        from .pool import Pool
+        from . import runner
 
         with self.lock:
+            self._start(plugin, hide)
             if self.pool is None:
-                ok, why = sandbox.available()
-                if not ok:
-                    if not plugin.allow_unsandboxed:
-                        raise runner.SandboxRefused(f"refusing to autograde without a sandbox: {why}. Set "
-                                                    "c.TrustedExecute.allow_unsandboxed = True only for trusted code.")
-                    return None
-                self.pool = Pool(hide=hide)
-                self.executor = ThreadPoolExecutor(max_workers=self.pool.size)
-                atexit.register(self.close)
+                return None
             assignment = info["assignment"]
             if assignment in self.started:
                 return self.futures.get((info["student"], assignment, info["notebook"]))
@@ -265,8 +540,15 @@ class _Classroom:
                             trusted[notebook_id] = plugin._trusted_cells(info["db_url"], assignment, notebook_id)
                         except Exception:
                             continue  # not a notebook of this assignment: nbgrader will say so
-                    submitted = nbformat.read(str(path), as_version=4)
-                    cells = runner.cells_to_run(submitted, trusted[notebook_id])
+                    # one file's problem stays with that file: nbgrader grades it on its own when it gets there
+                    try:
+                        cells = runner.cells_to_run(read_submission(path), trusted[notebook_id])
+                    except UnreadableSubmission:
+                        continue  # SubmissionExporter says why, when nbgrader reads it
+                    except Exception as exc:
+                        plugin.log.warning("%s/%s/%s: not graded ahead (%s: %s)", student, assignment, notebook_id,
+                                           type(exc).__name__, _one_line(exc))
+                        continue
                     assert self.executor is not None
                     self.futures[(student, assignment, notebook_id)] = self.executor.submit(
                         runner.grade_cells, f"{student}/{assignment}/{notebook_id}", cells, "the gradebook",
@@ -274,10 +556,11 @@ class _Classroom:
             return self.futures.get((info["student"], assignment, info["notebook"]))
 
     def close(self) -> None:
-        if self.executor is not None:
-            self.executor.shutdown(cancel_futures=True)
-        if self.pool is not None:
-            self.pool.close()
+        executor, pool, self.executor, self.pool = self.executor, self.pool, None, None
+        if executor is not None:
+            executor.shutdown(cancel_futures=True)
+        if pool is not None:
+            pool.close()
 
 
 _CLASSROOM = _Classroom()

@@ -3,9 +3,10 @@
     python -m grader.report                  # course in the current directory, after `nbgrader autograde`
     python -m grader.report --root .demo     # another course root
 
-Reads nbgrader's gradebook (scores) and grader_results/ (the diagnoses TrustedExecute saved), writes
-reports/class-report.html (plots embedded), reports/scores.csv (student × exercise) and
-reports/diagnoses.csv (diagnosis × students).
+Reads nbgrader's gradebook (scores) and grader_results/ (the diagnoses and flags TrustedExecute saved), writes
+reports/class-report.html (plots embedded), reports/scores.csv (student × exercise),
+reports/diagnoses.csv (diagnosis × students) and reports/flags.csv (student, notebook, cell, what: the
+tampering attempts the grader saw, to review by hand).
 """
 
 from __future__ import annotations
@@ -56,6 +57,60 @@ def diagnoses_from_results(results_dir: Path, assignment: str) -> list[Diagnosis
                     entry.students.add(student)
                     entry.checks.add(cell.get("grade_id", ""))
     return sorted(found.values(), key=lambda d: (-d.count, d.exercise, d.mistake))
+
+
+@dataclass(frozen=True)
+class Flag:
+    student: str
+    notebook: str
+    cell: str  # grade_id, or "cell N"
+    what: str  # what the code attempted, e.g. "gc.get_referrers"
+
+
+FLAG_COLUMNS = ["student", "notebook", "cell", "what"]
+
+
+def flags_from_results(results_dir: Path, assignment: str) -> list[Flag]:
+    """Every flag TrustedExecute saved for the assignment, by student and notebook (malformed ones skipped)."""
+    found: list[Flag] = []
+    for path in sorted((results_dir / assignment).glob("*/*.json")):
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        flags = result.get("flags") if isinstance(result, dict) else None
+        for flag in flags if isinstance(flags, list) else []:
+            if isinstance(flag, dict) and isinstance(flag.get("cell"), str) and isinstance(flag.get("what"), str):
+                found.append(Flag(path.parent.name, path.stem, flag["cell"], flag["what"]))
+    return found
+
+
+def flagged_submissions(flags: list[Flag]) -> int:
+    """How many submitted notebooks have at least one flag."""
+    return len({(f.student, f.notebook) for f in flags})
+
+
+def write_flags_csv(flags: list[Flag], out: Path) -> Path:
+    path = out / "flags.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(FLAG_COLUMNS)
+        for flag in flags:
+            writer.writerow([flag.student, flag.notebook, flag.cell, flag.what])
+    return path
+
+
+def _flags_section(flags: list[Flag]) -> str:
+    from .messages import message, say
+
+    esc = html.escape
+    if not flags:
+        return f"<p>{esc(say('no_flags'))}</p>"
+    rows = "".join(f"<tr><td>{esc(f.student)}</td><td>{esc(f.notebook)}</td><td><code>{esc(f.cell)}</code></td>"
+                   f"<td><code>{esc(f.what)}</code></td></tr>" for f in flags)
+    summary = say("flagged_summary", count=flagged_submissions(flags), path="flags.csv")
+    return (f"<p><b>{esc(summary)}</b>. {esc(message('flagged_notebook').hint)}</p>"
+            f"<table><tr><th>student</th><th>notebook</th><th>cell</th><th>what was attempted</th></tr>{rows}</table>")
 
 
 def _title(finding: dict[str, Any]) -> str:
@@ -139,7 +194,8 @@ def plots(scores: Scores, diagnoses: list[Diagnosis]) -> dict[str, str]:
     return images
 
 
-def render_html(scores: Scores, diagnoses: list[Diagnosis], images: dict[str, str], title: str) -> str:
+def render_html(scores: Scores, diagnoses: list[Diagnosis], images: dict[str, str], title: str,
+                flags: list[Flag] | None = None) -> str:
     exercises = exercises_in(scores)
     esc = html.escape
     summary_rows = []
@@ -157,6 +213,7 @@ def render_html(scores: Scores, diagnoses: list[Diagnosis], images: dict[str, st
         f"<tr><td>{esc(s)}</td>" + "".join(
             f"<td>{scores[s][e][0]:g}/{scores[s][e][1]:g}</td>" if e in scores[s] else "<td>-</td>" for e in exercises)
         + f"<td><b>{sum(v for v, _ in scores[s].values()):g}</b></td></tr>" for s in sorted(scores))
+    flagged = f" · {flagged_submissions(flags)} submission(s) flagged for review" if flags else ""
     image = lambda key, alt: f'<img alt="{alt}" src="{images[key]}">' if key in images else "<p>(no data)</p>"  # noqa: E731
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
@@ -166,7 +223,9 @@ table {{ border-collapse: collapse; margin: 1em 0; }} td, th {{ border: 1px soli
 th {{ background: #f3f3f3; }} img {{ max-width: 100%; }} small {{ color: #666; }}
 </style></head><body>
 <h1>{esc(title)}</h1>
-<p>{len(scores)} students · {len(exercises)} exercises · {sum(d.count for d in diagnoses)} diagnoses across the class.</p>
+<p>{len(scores)} students · {len(exercises)} exercises · {sum(d.count for d in diagnoses)} diagnoses across the class{flagged}.</p>
+<h2>Flagged submissions</h2>
+{_flags_section(flags or [])}
 <h2>Score distribution per exercise</h2>
 {image("distribution", "histograms of points per exercise")}
 <table><tr><th>exercise</th><th>mean</th><th>full marks</th></tr>{''.join(summary_rows)}</table>
@@ -186,12 +245,27 @@ def build(root: Path, assignment: str, out: Path, db_url: str | None = None) -> 
 
     scores = gradebook_scores(db_url or f"sqlite:///{(root / 'gradebook.db').resolve()}", assignment)
     diagnoses = diagnoses_from_results(root / RESULTS_DIR, assignment)
+    flags = flags_from_results(root / RESULTS_DIR, assignment)
     out.mkdir(parents=True, exist_ok=True)
     write_csvs(scores, diagnoses, out)
+    write_flags_csv(flags, out)
     page = out / "class-report.html"
-    page.write_text(render_html(scores, diagnoses, plots(scores, diagnoses), f"Class report: {assignment}"),
+    page.write_text(render_html(scores, diagnoses, plots(scores, diagnoses), f"Class report: {assignment}", flags),
                     encoding="utf-8")
     return page
+
+
+def flag_line(root: Path, assignment: str, out: Path | None = None) -> str:
+    """'N submission(s) flagged for review: see reports/flags.csv' (writing that file), or '' when none."""
+    from .messages import say
+    from .nbgrader_plugins import RESULTS_DIR
+
+    flags = flags_from_results(root / RESULTS_DIR, assignment)
+    if not flags:
+        return ""
+    out = out or root / "reports"
+    out.mkdir(parents=True, exist_ok=True)
+    return say("flagged_summary", count=flagged_submissions(flags), path=write_flags_csv(flags, out))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,7 +279,11 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     page = build(args.root, args.assignment, args.out or args.root / "reports")
-    print(f"Class report: {page}\n  scores:    {page.parent / 'scores.csv'}\n  diagnoses: {page.parent / 'diagnoses.csv'}")
+    print(f"Class report: {page}\n  scores:    {page.parent / 'scores.csv'}\n  diagnoses: {page.parent / 'diagnoses.csv'}"
+          f"\n  flags:     {page.parent / 'flags.csv'}")
+    line = flag_line(args.root, args.assignment, page.parent)
+    if line:
+        print(line)
     return 0
 
 

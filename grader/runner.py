@@ -89,8 +89,8 @@ class NotebookResult:
             "max_score": self.max_score,
             "problem": self.problem,
             "restored": self.restored,
-            "seconds": round(self.seconds, 2),
             "flags": self.flags,
+            "seconds": round(self.seconds, 2),
             "exercises": {
                 name: {
                     "score": sum(c.points for c in cells),

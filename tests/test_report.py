@@ -63,3 +63,111 @@ def test_csvs_and_page_carry_the_same_numbers(tmp_path):
     top = found[0]
     assert f"<td><b>{top.count}</b></td>" in page and ", ".join(sorted(top.students)) in page
     assert "http://" not in page and "https://" not in page, "self-contained: nothing to download"
+
+
+# --- submissions flagged for review (tampering attempts the grader saw) -------------------------------------
+
+FLAGS = {  # (student, notebook) -> flags saved by TrustedExecute
+    ("s03", "03_double_backward"): [{"cell": "square-first-order", "what": "gc.get_referrers"},
+                                    {"cell": "cell 7", "what": "ctypes.memmove"}],
+    ("s11", "01_autograd_basics"): [{"cell": "vjp-check", "what": "sys.settrace"}],
+}
+
+
+def plant_flags(results, flags=FLAGS):
+    for (student, notebook), found in flags.items():
+        folder = results / "autograd" / student
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{notebook}.json").write_text(json.dumps({"exercises": {}, "flags": found}))
+    clean = results / "autograd" / "s20"
+    clean.mkdir(parents=True, exist_ok=True)
+    (clean / "02_custom_function.json").write_text(json.dumps({"exercises": {}, "flags": []}))
+    (clean / "old.json").write_text(json.dumps({"exercises": {}}))  # saved before flags existed
+    (clean / "bad.json").write_text(json.dumps({"exercises": {}, "flags": ["not a flag", {"cell": 3}]}))
+
+
+def test_flags_are_read_from_the_saved_results(tmp_path):
+    results = tmp_path / "grader_results"
+    plant_flags(results)
+    rows = report.flags_from_results(results, "autograd")
+    assert [(f.student, f.notebook, f.cell, f.what) for f in rows] == [
+        ("s03", "03_double_backward", "square-first-order", "gc.get_referrers"),
+        ("s03", "03_double_backward", "cell 7", "ctypes.memmove"),
+        ("s11", "01_autograd_basics", "vjp-check", "sys.settrace"),
+    ], "malformed flags are skipped, never invented"
+    assert report.flagged_submissions(rows) == 2
+
+
+def test_flags_csv_and_the_report_section(tmp_path):
+    scores, _, results = plant(tmp_path)
+    plant_flags(results)
+    rows = report.flags_from_results(results, "autograd")
+    out = tmp_path / "reports"
+    out.mkdir()
+    path = report.write_flags_csv(rows, out)
+    assert path == out / "flags.csv"
+    assert [tuple(r.values()) for r in csv.DictReader(open(path))] == [
+        (f.student, f.notebook, f.cell, f.what) for f in rows]
+    assert list(csv.DictReader(open(path)).fieldnames) == ["student", "notebook", "cell", "what"]
+    page = report.render_html(scores, [], {}, "Class report", flags=rows)
+    section = page.split("<h2>Flagged submissions</h2>", 1)[1].split("<h2>", 1)[0]
+    assert all(f.student in section and f.what in section and f.cell in section for f in rows)
+    assert "2 submission(s) flagged for review" in section
+
+    empty = report.render_html(scores, [], {}, "Class report", flags=[])
+    section = empty.split("<h2>Flagged submissions</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "No submission was flagged for review" in section
+    none_csv = report.write_flags_csv([], out)
+    assert list(csv.reader(open(none_csv))) == [["student", "notebook", "cell", "what"]]
+
+
+def test_the_report_escapes_what_students_control(tmp_path):
+    results = tmp_path / "grader_results"
+    plant_flags(results, {("s01", "nb"): [{"cell": "<b>x</b>", "what": "<script>alert(1)</script>"}]})
+    page = report.render_html({}, [], {}, "r", flags=report.flags_from_results(results, "autograd"))
+    assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_scores_end_with_the_flagged_line(tmp_path, monkeypatch, capsys):
+    from grader import course
+
+    plant_flags(tmp_path / "grader_results")
+    monkeypatch.setattr(course, "gradebook_scores", lambda db, assignment="autograd": {"s03": {"square": (2.0, 6.0)}})
+    assert course.main(["scores", "--db", f"sqlite:///{tmp_path / 'gradebook.db'}"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-1] == f"2 submission(s) flagged for review: see {tmp_path / 'reports' / 'flags.csv'}"
+    assert len(list(csv.DictReader(open(tmp_path / "reports" / "flags.csv")))) == 3
+
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    assert course.main(["scores", "--db", f"sqlite:///{clean / 'gradebook.db'}"]) == 0
+    assert "flagged" not in capsys.readouterr().out
+
+
+def test_autograde_logs_one_warning_per_flagged_notebook(tmp_path, monkeypatch):
+    import logging
+
+    import nbformat
+
+    from grader import nbgrader_plugins, runner
+
+    flagged = runner.NotebookResult("s03/autograd/03_double_backward", "the gradebook",
+                                    flags=FLAGS[("s03", "03_double_backward")])
+    monkeypatch.setattr(nbgrader_plugins, "_CLASSROOM", nbgrader_plugins._Classroom())
+    nbgrader_plugins._CLASSROOM.unsandboxed = True  # nothing starts: grading itself is replaced below
+    monkeypatch.setattr(nbgrader_plugins.TrustedExecute, "_trusted_cells", staticmethod(lambda *a: {}))
+    monkeypatch.setattr(runner, "grade_cells", lambda *a, **k: flagged)
+    records: list[logging.LogRecord] = []
+    log = logging.getLogger("test-flags")
+    handler = logging.Handler()
+    handler.emit = records.append
+    log.addHandler(handler)
+    plugin = nbgrader_plugins.TrustedExecute(log=log, parallel=False, allow_unsandboxed=True)
+    info = {"student": "s03", "assignment": "autograd", "notebook": "03_double_backward",
+            "db_url": f"sqlite:///{tmp_path / 'gradebook.db'}"}
+    plugin.preprocess(nbformat.v4.new_notebook(), {"nbgrader": info})
+    warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert all(part in warnings[0] for part in ("s03", "03_double_backward", "square-first-order",
+                                                "gc.get_referrers", "cell 7", "ctypes.memmove")), warnings[0]
+    assert "flagged for review" in warnings[0]

@@ -1,0 +1,222 @@
+"""Submissions nbgrader cannot read, and a grading environment that cannot start (issue 7, points 4 and 7).
+
+An unreadable submission (not JSON, not a notebook, truncated, empty, binary...) is graded as such: 0 on each of
+its test cells with one plain reason naming the file, while every other student of the class is graded as usual
+and `nbgrader autograde` succeeds. A sandbox worker that never becomes ready is the grading environment's fault:
+the run stops before nbgrader records anything, says why, and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import course, nbgrader_plugins
+from test_adversarial import AVAILABLE, SOLUTIONS, WHY, _exercises, _solution_cells, _template
+
+needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
+
+REAL = (SOLUTIONS.parent.parent / "notebooks" / course.ASSIGNMENT / "01_autograd_basics.ipynb").read_bytes()
+_NOTEBOOK = json.loads(REAL)
+
+# student -> the bytes of the 01_autograd_basics.ipynb it hands in, and why nbgrader cannot read them
+BROKEN: dict[str, bytes] = {
+    "b-not-json": b"this is not a notebook {",
+    "c-json-list": b"[]",
+    "d-nbformat3-garbage": json.dumps({"nbformat": 3, "nbformat_minor": 0, "metadata": {},
+                                       "worksheets": "garbage"}).encode(),
+    "e-truncated": REAL[: len(REAL) // 2],
+    "f-empty": b"",
+    "g-cells-not-a-list": json.dumps({**_NOTEBOOK, "cells": {"0": _NOTEBOOK["cells"][0]}}).encode(),
+    "h-binary": bytes(range(256)) * 8,
+    "i-cells-garbage": json.dumps({**_NOTEBOOK, "cells": [42, "x", None]}).encode(),
+}
+# readable, but nbgrader's sanitizing trips over it (OverwriteCells cannot place the missing test cells)
+UNPROCESSABLE = {"j-every-cell-deleted": json.dumps({**_NOTEBOOK, "cells": []}).encode()}
+
+
+# --- reading a submission (fast) -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("student", sorted(BROKEN))
+def test_read_submission_says_why_a_file_is_not_a_notebook(tmp_path, student):
+    path = tmp_path / "01_autograd_basics.ipynb"
+    path.write_bytes(BROKEN[student])
+    with pytest.raises(nbgrader_plugins.UnreadableSubmission) as caught:
+        nbgrader_plugins.read_submission(path)
+    reason = str(caught.value)
+    assert reason and "\n" not in reason and len(reason) < 300, reason
+
+
+def test_read_submission_reads_real_notebooks(tmp_path):
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
+        assert nbgrader_plugins.read_submission(path).cells
+    old = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    old.nbformat_minor = 4
+    del old.cells[0]["id"]
+    (tmp_path / "old.ipynb").write_text(json.dumps(old))
+    assert nbgrader_plugins.read_submission(tmp_path / "old.ipynb").cells[0].source == "x = 1"
+
+
+# --- end to end: nbgrader autograde on a class with unreadable submissions ------------------------------------
+
+
+def _autograde(root: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 600) -> tuple[int, str]:
+    command = course.nbgrader_command("autograde", course.ASSIGNMENT, "--force", f"--CourseDirectory.root={root}",
+                                      "--CourseDirectory.release_directory=release", "--TrustedExecute.timeout=20",
+                                      *args)
+    done = subprocess.run(command, cwd=course.REPO, env=env or course.nbgrader_env(), capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout)
+    return done.returncode, done.stdout + done.stderr
+
+
+def _hand_in(root: Path, student: str, notebooks: dict[str, bytes]) -> None:
+    folder = root / "submitted" / student / course.ASSIGNMENT
+    folder.mkdir(parents=True)
+    for name, data in notebooks.items():
+        (folder / name).write_bytes(data)
+
+
+def _honest(root: Path, scratch: Path) -> dict[str, bytes]:
+    course.build_submission(root / "release" / course.ASSIGNMENT, _solution_cells(), scratch)
+    return {p.name: p.read_bytes() for p in sorted(scratch.glob("*.ipynb"))}
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    return _template(tmp_path_factory.mktemp("ungradable"))
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_unreadable_submissions_score_0_with_the_reason_and_the_rest_of_the_class_is_graded(template, tmp_path):
+    root = tmp_path / "class"
+    shutil.copytree(template, root, symlinks=True)
+    honest = _honest(root, tmp_path / "built")
+    _hand_in(root, "a-honest", honest)
+    for student, data in {**BROKEN, **UNPROCESSABLE}.items():
+        others = {name: body for name, body in honest.items() if name != "01_autograd_basics.ipynb"}
+        _hand_in(root, student, {"01_autograd_basics.ipynb": data, **(others if student == "b-not-json" else {})})
+    _hand_in(root, "z-honest", honest)
+
+    returncode, log = _autograde(root)
+
+    assert "Removing failed assignment" not in log and "Traceback" not in log, log[-6000:]
+    assert returncode == 0, log[-6000:]
+    scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
+    assert set(scores) == {"a-honest", "z-honest", *BROKEN, *UNPROCESSABLE}, "every student is in the gradebook"
+    for student in ("a-honest", "z-honest"):
+        assert all(score == top > 0 for score, top in scores[student].values()), (student, scores[student])
+    first = {e for e, nb in _exercises().items() if nb == "01_autograd_basics.ipynb"}
+    for student in [*BROKEN, *UNPROCESSABLE]:
+        assert all(scores[student][e][0] == 0 < scores[student][e][1] for e in first), (student, scores[student])
+        path = root / "submitted" / student / course.ASSIGNMENT / "01_autograd_basics.ipynb"
+        lines = [line for line in log.splitlines() if str(path) in line and "could not be read as a notebook" in line]
+        assert lines, f"the log does not name {path}:\n{log[-4000:]}"
+        autograded = nbformat.read(str(root / "autograded" / student / course.ASSIGNMENT / path.name), as_version=4)
+        verdicts = [" ".join(o.get("evalue", "") for o in c.outputs) for c in autograded.cells
+                    if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+        assert verdicts and all("could not be read as a notebook" in v and "re-submit" in v for v in verdicts), verdicts
+        saved = json.loads((root / "grader_results" / course.ASSIGNMENT / student / "01_autograd_basics.json").read_text())
+        assert "could not be read as a notebook" in saved["problem"] and saved["score"] == 0
+    assert all(score == top > 0 for e, (score, top) in scores["b-not-json"].items() if e not in first), (
+        "the readable notebooks of a student with one unreadable notebook keep their points", scores["b-not-json"])
+    done = subprocess.run(course.nbgrader_command("generate_feedback", course.ASSIGNMENT, "--student=f-empty",
+                                                  f"--CourseDirectory.root={root}",
+                                                  "--CourseDirectory.release_directory=release"),
+                          cwd=course.REPO, env=course.nbgrader_env(), capture_output=True, text=True)
+    page = (root / "feedback" / "f-empty" / course.ASSIGNMENT / "01_autograd_basics.html").read_text()
+    assert done.returncode == 0 and "could not be read as a notebook" in page and "the file is empty" in page
+
+
+# --- end to end: a sandbox worker that never becomes ready -----------------------------------------------------
+
+NEVER_READY = '''
+from grader import sandbox
+
+
+class NeverReadyPool:
+    """What grader.pool.Pool raises when its workers exit at once instead of becoming ready."""
+
+    def __init__(self, hide, workers=None, **kwargs):
+        raise sandbox.SetupError("grading worker 1 of 2 never became ready: it exited at once with status 1 "
+                                 "(python: No module named grader.worker)")
+
+
+class DiesLaterPool:
+    """Starts, then cannot replace a worker: the replacement never becomes ready."""
+
+    size = 1
+
+    def __init__(self, hide, workers=None, **kwargs):
+        pass
+
+    def run(self, plan, timeout):
+        raise sandbox.SetupError("a replacement grading worker never became ready: it exited at once with status 1")
+
+    def close(self):
+        pass
+'''
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_a_worker_that_never_becomes_ready_stops_autograde_before_anything_is_recorded(template, tmp_path):
+    from nbgrader.api import Gradebook
+
+    root = tmp_path / "class"
+    shutil.copytree(template, root, symlinks=True)
+    honest = _honest(root, tmp_path / "built")
+    for student in ("a-honest", "b-honest"):
+        _hand_in(root, student, honest)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "never_ready.py").write_text(textwrap.dedent(NEVER_READY))
+    env = {**course.nbgrader_env(), "PYTHONPATH": str(plugins)}
+
+    returncode, log = _autograde(root, "--TrustedExecute.pool_class=never_ready.NeverReadyPool", env=env, timeout=120)
+
+    assert returncode != 0, log[-4000:]
+    errors = [line for line in log.splitlines() if "never became ready" in line]
+    assert len(errors) == 1 and "ERROR" in errors[0] and "nothing was recorded" in errors[0], log[-4000:]
+    assert "Traceback" not in log, log[-4000:]
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        assert [s.id for s in gb.students] == [] and gb.db.query(nbgrader_submission_model()).count() == 0
+    assert not (root / "autograded").exists() and not (root / "grader_results").exists()
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_a_worker_that_cannot_be_replaced_midway_stops_autograde_without_blaming_students(template, tmp_path):
+    root = tmp_path / "class"
+    shutil.copytree(template, root, symlinks=True)
+    honest = _honest(root, tmp_path / "built")
+    for student in ("a-honest", "b-honest"):
+        _hand_in(root, student, honest)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "never_ready.py").write_text(textwrap.dedent(NEVER_READY))
+    env = {**course.nbgrader_env(), "PYTHONPATH": str(plugins)}
+
+    returncode, log = _autograde(root, "--TrustedExecute.pool_class=never_ready.DiesLaterPool", env=env, timeout=120)
+
+    assert returncode != 0, log[-4000:]
+    errors = [line for line in log.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "never became ready" in errors[0] and "a-honest" in errors[0], log[-4000:]
+    assert "Traceback" not in log and "Removing failed" not in log, log[-4000:]
+    assert "b-honest" not in course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
+    assert not (root / "autograded" / "a-honest" / course.ASSIGNMENT).exists(), "a re-run grades a-honest again"
+
+
+def nbgrader_submission_model():
+    from nbgrader.api import SubmittedAssignment
+
+    return SubmittedAssignment
