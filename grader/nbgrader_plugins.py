@@ -71,7 +71,7 @@ from typing import Any  # noqa: E402
 from nbconvert.exporters import NotebookExporter  # noqa: E402
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output  # noqa: E402
 from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402
-from traitlets import Bool, Float, Type  # noqa: E402
+from traitlets import Bool, Float, Int, Type  # noqa: E402
 
 
 RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json
@@ -330,6 +330,7 @@ class TrustedExecute(NbGraderPreprocessor):
                                          "Only for code you trust.").tag(config=True)
     parallel = Bool(True, help="Grade the whole class ahead, in a pool of sandboxed workers (one per core), "
                                "while nbgrader records the results one notebook at a time.").tag(config=True)
+    workers = Int(0, help="Sandboxed workers grading at once (0: one per core).").tag(config=True)
     pool_class = Type("grader.pool.Pool", klass=object,
                       help="The pool of sandboxed workers: called as pool_class(hide=[...], workers=None or 1). "
                            "Raises grader.sandbox.SetupError when a worker never becomes ready. "
@@ -501,7 +502,8 @@ class _Classroom:
             self.unsandboxed = True
             return
         try:
-            pool = plugin.pool_class(hide=hide, **({} if plugin.parallel else {"workers": 1}))
+            count = (plugin.workers or None) if plugin.parallel else 1
+            pool = plugin.pool_class(hide=hide, **({"workers": count} if count else {}))
         except sandbox.SetupError:
             raise
         except Exception as exc:

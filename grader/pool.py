@@ -205,14 +205,13 @@ class Pool:
                 return data, ended
             return b"", TaskOutcome(None, "worker")
         finally:
-            if worker.process.poll() is None and worker.ready:
-                self.idle.put(worker)
-            else:
+            if not (worker.process.poll() is None and worker.ready):
                 worker.close()
                 try:
-                    self.idle.put(self._fresh())
+                    worker = self._fresh()
                 except sandbox.SetupError:
-                    pass  # the next notebook's run() tries again and reports it
+                    pass  # the dead worker goes back: the next run() tries to replace it again, and says why
+            self.idle.put(worker)
 
     def close(self) -> None:
         while not self.idle.empty():

@@ -202,7 +202,8 @@ class _Cgroups:
         return False
 
     def remove(self) -> None:
-        for d in self.dirs:
+        dirs, self.dirs = self.dirs, []  # once
+        for d in dirs:
             for _ in range(50):  # the kernel frees the group once its last process is reaped
                 try:
                     d.rmdir()
