@@ -119,9 +119,10 @@ def _honest(name: str, marker: str = "", extra: str = "") -> tuple[str, dict[str
     return name, answers, "03_double_backward.ipynb"
 
 
-def _attacker(case_file: str) -> tuple[str, dict[str, str], str]:
+def _attacker(case_file: str, notebook: str = "03_double_backward.ipynb") -> tuple[str, dict[str, str], str]:
     answers, notebooks = _answers(case_file)
-    return Path(case_file).stem, answers, notebooks[0]
+    assert notebook in notebooks, f"{case_file} does not hand in {notebook}"
+    return Path(case_file).stem, answers, notebook
 
 
 # --- 1. pid 1 (bubblewrap's init) -------------------------------------------------------------------------

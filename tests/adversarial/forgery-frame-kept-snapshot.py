@@ -3,7 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 15
-# class: main forgeries
+# class: forgeries
 # flagged: square
 # why: a wrong backward (the sign); a frame walk (sys._getframe) reaches grader.child.run's `kept` snapshot and
 #      edits it in place, so that restore(), before each observation, itself installs a forged

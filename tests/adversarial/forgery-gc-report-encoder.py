@@ -3,7 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 15
-# class: main forgeries
+# class: forgeries
 # flagged: square
 # why: a wrong backward (the sign); gc.get_objects() finds grader.child.run's `report` closure (and the plan),
 #      and the closure's `encode` cell is replaced by an encoder that, for square's test cells, encodes
