@@ -308,9 +308,11 @@ def test_root_dev_and_dev_shm_keep_nothing_between_notebooks():
     written = 0
     try:
         chunk = b"x" * 2**20
-        with open("/dev/shm/.attack-ballast", "wb") as f:
-            for _ in range(300):
-                f.write(chunk); written += 1
+        _o.makedirs("/dev/shm/.attack-ballast")
+        for k in range(5):  # 5 files of 60 MB: each under the file-size limit
+            with open(f"/dev/shm/.attack-ballast/{k}", "wb") as f:
+                for _ in range(60):
+                    f.write(chunk); written += 1
     except OSError as e:
         info["ballast stopped"] = repr(e)
     info["ballast MB"] = written
@@ -325,8 +327,40 @@ def test_root_dev_and_dev_shm_keep_nothing_between_notebooks():
                                 "/dev/shm/.attack-ballast") if _o.path.exists(p)]
     """
     ((first,), _), ((second,), outcome) = _run_in_one_worker([_report_code(leave), _report_code(look)])
-    assert first.get("wrote /") is False, f"/ is writable inside the sandbox: {first}"
-    assert first.get("wrote /dev") is False, f"/dev is writable inside the sandbox: {first}"
-    if first.get("wrote /dev/shm"):
-        assert first.get("ballast MB", 0) < 300, f"/dev/shm took 300 MB without a limit: {first}"
-    assert second.get("seen") == [], f"the next notebook finds what the previous one left: {second} (outcome {outcome})"
+    wrong = []
+    if first.get("wrote /") is not False:
+        wrong.append(f"/ is writable inside the sandbox: {first}")
+    if first.get("wrote /dev") is not False:
+        wrong.append(f"/dev is writable inside the sandbox: {first}")
+    if first.get("wrote /dev/shm") and first.get("ballast MB", 0) >= 300:
+        wrong.append(f"/dev/shm took 300 MB without a limit (its size: {first.get('dev/shm MB')} MB)")
+    if second.get("seen") != []:
+        wrong.append(f"the next notebook finds what the previous one left: {second} (outcome {outcome})")
+    assert not wrong, "\n".join(wrong)
+
+
+# --- 4. forged observations (the end-to-end cases, in one worker) -----------------------------------------
+
+FORGERIES = sorted(p.name for p in CASES.glob("forgery-*.py"))
+
+
+@pytest.mark.parametrize("case_file", FORGERIES)
+def test_a_forgery_earns_no_points_for_a_wrong_backward(case_file):
+    """tests/adversarial/forgery-*.py (the case's `# why:` says how): square's derivative checks must fail, as
+    the wrong sign alone gives (2 points of 6); with `# flagged:`, the notebook is flagged. Old code: square=6
+    for every one of them, nothing flagged."""
+    from test_adversarial import read_case
+
+    case = read_case(CASES / case_file)
+    (attacker,) = _grade_in_one_worker([_attacker(case_file)])
+    wrong = []
+    if attacker["scores"]["square"] > case.expect["square"][1]:
+        wrong.append(f"square={attacker['scores']['square']} (at most {case.expect['square'][1]:g}): {attacker}")
+    if case.flagged and not attacker["flags"]:
+        wrong.append(f"not flagged (flags = {attacker['flags']!r})")
+    assert not wrong, f"{case_file}: " + "; ".join(wrong)
+
+
+def test_the_perfect_solution_is_never_flagged():
+    (honest,) = _grade_in_one_worker([_honest("perfect")])
+    assert honest["scores"] == FULL and not honest["flags"], honest
