@@ -55,10 +55,12 @@ class Case:
     transforms: tuple[tuple[str, ...], ...] = ()
     after: tuple[tuple[str, ...], ...] = ()
     why: str = ""
+    flagged: tuple[str, ...] | None = None  # exercises whose notebook must be flagged; () = never flagged
+    name: str = ""  # the student's id when it is not the file's name
 
     @property
     def student(self) -> str:
-        return self.path.stem
+        return self.name or self.path.stem
 
 
 def _solution_cells() -> dict[str, str]:
@@ -126,10 +128,28 @@ def read_case(path: Path) -> Case:
         transforms=tuple(tuple(t.split(" ", 2)) for t in header.get("transform", [])),
         after=tuple(tuple(a.split()) for a in header.get("after", [])),
         why=" ".join(header.get("why", [])),
+        flagged=(None if "flagged" not in header else
+                 tuple(e for e in header["flagged"][0].split() if e != "none")),
     )
 
 
-CASES = [read_case(p) for p in sorted(CASES_DIR.glob("*.py"))]
+ALTERNATIVES_DIR = REPO / "examples" / "alternatives"
+PERFECT = CASES_DIR / "0-control-perfect.py"
+
+
+def alternative_case(path: Path) -> Case:
+    """A right answer written another way (examples/alternatives/): full marks in its notebook, never flagged."""
+    exercise = re.search(r"^# exercise: (\S+)", path.read_text(encoding="utf-8"), re.M).group(1)  # type: ignore[union-attr]
+    notebook = _exercises()[exercise]
+    full = read_case(PERFECT).expect
+    return Case(path=path, notebooks=(notebook,), cells={exercise: course.mistake_source(path)}, others="solution",
+                expect={e: full[e] for e, nb in _exercises().items() if nb == notebook}, bound=20,
+                classes=("controls",), why=f"a right answer written another way ({path.name}): never flagged",
+                flagged=(), name=f"alternative-{path.stem}")
+
+
+CASES = [read_case(p) for p in sorted(CASES_DIR.glob("*.py"))] + [
+    alternative_case(p) for p in sorted(ALTERNATIVES_DIR.glob("*.py"))]
 CLASSES = sorted({c for case in CASES for c in case.classes})
 
 
@@ -369,6 +389,39 @@ def test_after_grading(classroom, klass, case, check):
     AFTER[check[0]](graded, case, *check[1:])
 
 
+def saved_results(graded: GradedClass, case: Case) -> dict[str, dict]:
+    """notebook file name -> the grader's saved results for it (grader_results/<assignment>/<student>/<id>.json)."""
+    folder = graded.root / "grader_results" / course.ASSIGNMENT / case.student
+    return {name: json.loads((folder / f"{Path(name).stem}.json").read_text(encoding="utf-8"))
+            for name in case.notebooks if (folder / f"{Path(name).stem}.json").exists()}
+
+
+FLAGGED = [(klass, case) for klass, case in STUDENTS if case.flagged is not None]
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("klass,case", FLAGGED, ids=[_ids(s) for s in FLAGGED])
+def test_flagged_students_are_flagged_and_controls_never(classroom, klass, case):
+    """`# flagged: square`: the notebook holding square has a non-empty `flags` list ({"cell", "what"}: code that
+    reached the grader's internals through ctypes, gc or frames); `# flagged: none`: no notebook has any flag."""
+    graded = classroom(klass)
+    saved = saved_results(graded, case)
+    assert set(saved) == set(case.notebooks), f"{case.student}: no saved results for {set(case.notebooks) - set(saved)}"
+    if not case.flagged:
+        flagged = {name: data.get("flags") for name, data in saved.items() if data.get("flags")}
+        assert not flagged, f"{case.student} ({case.why}) was flagged: {flagged}"
+        return
+    exercises = _exercises()
+    for exercise in case.flagged:
+        data = saved[exercises[exercise]]
+        assert "flags" in data, f"{case.student}: the saved results have no `flags` key (keys: {sorted(data)})"
+        flags = data["flags"]
+        assert isinstance(flags, list) and flags and all(isinstance(f, dict) and {"cell", "what"} <= set(f)
+                                                         for f in flags), (
+            f"{case.student} ({case.why}) is not flagged in {exercises[exercise]}: flags = {flags!r}")
+
+
 @pytest.mark.slow
 @needs_sandbox
 @pytest.mark.parametrize("klass", CLASSES)
@@ -479,6 +532,7 @@ def test_every_case_file_is_well_formed():
         assert all(op in TRANSFORMS for op, *_ in case.transforms), case.path.name
         assert all(check[0] in AFTER for check in case.after), case.path.name
         assert case.bound > 0 and case.why, case.path.name
+        assert all(exercises.get(e) in case.notebooks for e in case.flagged or ()), f"{case.path.name}: `# flagged:`"
         for source in case.cells.values():
             compile(source, str(case.path), "exec")
 

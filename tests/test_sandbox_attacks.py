@@ -1,0 +1,366 @@
+"""Attacks on the grading sandbox itself (issue 7), run the way the grader runs them: as root, through
+``grader.pool`` (a pool of ONE worker, so that who follows whom is certain) and ``grader.sandbox``.
+
+Each test states what must hold once the sandbox is fixed; on the code they were written against, every one
+of them fails because the attack works (what each did is in its docstring). The end-to-end versions (whole
+classes through ``nbgrader autograde``) are cases in tests/adversarial/ (``pid1-*``, ``forgery-*``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from grader import course, runner, sandbox
+
+AVAILABLE, WHY = sandbox.available()
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")]
+
+CASES = Path(__file__).resolve().parent / "adversarial"
+RELEASE = course.REPO / "notebooks" / course.ASSIGNMENT
+SOLUTIONS = course.REPO / "solutions" / course.ASSIGNMENT
+FULL = {"square": 6.0, "exp": 6.0, "sinh": 6.0, "cube": 6.0}  # notebook 03, the instructor's answers
+
+
+# --- helpers ---------------------------------------------------------------------------------------------
+
+
+def _report_code(body: str) -> str:
+    """A code cell that runs ``body`` (which fills the dict ``info``) and hands ``info`` back through the
+    child's results descriptor, as the error text of a "done" event (the pool returns results unjudged)."""
+    return "import json as _j, os as _o\ninfo = {}\ntry:\n" + textwrap.indent(textwrap.dedent(body), "    ") + (
+        "\nexcept BaseException as _e:\n    info['crashed'] = repr(_e)\n"
+        "_o.write(3, (_j.dumps({'event': 'done', 'index': 0, 'error': 'REPORT' + _j.dumps(info, default=str)})"
+        " + '\\n').encode())\n")
+
+
+def _reports(data: bytes) -> list[dict[str, Any]]:
+    found = []
+    for line in data.decode(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and str(entry.get("error", "")).startswith("REPORT"):
+            found.append(json.loads(entry["error"][len("REPORT"):]))
+    return found
+
+
+def _run_in_one_worker(sources: list[str], timeout: float = 20) -> list[tuple[list[dict[str, Any]], Any]]:
+    """Each source as a one-cell notebook, in order, in a pool of one worker: [(reports, outcome)]."""
+    from grader.pool import Pool
+
+    hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))
+    try:
+        with Pool(hide=[hidden], workers=1) as pool:
+            out = []
+            for source in sources:
+                data, outcome = pool.run([{"kind": "code", "index": 0, "source": source}], timeout)
+                out.append((_reports(data), outcome))
+            return out
+    finally:
+        shutil.rmtree(hidden, ignore_errors=True)
+
+
+def _answers(case_file: str) -> tuple[dict[str, str], tuple[str, ...]]:
+    from test_adversarial import _solution_cells, read_case
+
+    case = read_case(CASES / case_file)
+    answers = dict(_solution_cells()) if case.others == "solution" else {}
+    answers.update(case.cells)
+    return answers, case.notebooks
+
+
+def _grade_in_one_worker(students: list[tuple[str, dict[str, str], str]],
+                         timeout: float = 20) -> list[dict[str, Any]]:
+    """Grade (name, answer cells, notebook) one after the other in a pool of ONE worker, as nbgrader's plugin
+    does (``runner.grade_cells`` with the pool); [{exercise: points}, problem] per notebook."""
+    from grader.pool import Pool
+
+    hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))
+    results = []
+    try:
+        with Pool(hide=[hidden], workers=1) as pool:
+            for name, answers, notebook in students:
+                built = hidden / name
+                course.build_submission(RELEASE, answers, built)
+                submitted = nbformat.read(str(built / notebook), as_version=4)
+                instructor = nbformat.read(str(SOLUTIONS / notebook), as_version=4)
+                cells = runner.cells_to_run(submitted, runner.instructor_cells(instructor))
+                result = runner.grade_cells(f"{name}/{notebook}", cells, "the gradebook", timeout, False, [hidden], pool)
+                data = result.as_dict()
+                results.append({"student": name, "scores": {e: v["score"] for e, v in data["exercises"].items()},
+                                "problem": data["problem"], "flags": data.get("flags")})
+        return results
+    finally:
+        shutil.rmtree(hidden, ignore_errors=True)
+
+
+def _honest(name: str, marker: str = "", extra: str = "") -> tuple[str, dict[str, str], str]:
+    """The instructor's answers to notebook 03; ``marker`` as a comment and ``extra`` code after square's answer."""
+    from test_adversarial import _solution_cells
+
+    answers = dict(_solution_cells())
+    if marker:
+        answers["square"] += f"\n# {marker}\n"
+    if extra:
+        answers["square"] += "\n" + textwrap.dedent(extra)
+    return name, answers, "03_double_backward.ipynb"
+
+
+def _attacker(case_file: str, notebook: str = "03_double_backward.ipynb") -> tuple[str, dict[str, str], str]:
+    answers, notebooks = _answers(case_file)
+    assert notebook in notebooks, f"{case_file} does not hand in {notebook}"
+    return Path(case_file).stem, answers, notebook
+
+
+# --- 1. pid 1 (bubblewrap's init) -------------------------------------------------------------------------
+
+
+def test_pid1_stdout_forged_answer_earns_nothing_and_costs_the_next_notebook_nothing():
+    """The notebook writes a complete forged answer (its own task id, forged observations) into /proc/1/fd/1:
+    bwrap's init holds the worker's stdout pipe. Old code: the attacker got square=6 (its backward has the wrong
+    sign: 2 at most) and the next notebook on the worker read the real, stale answer: "the grading worker died",
+    every point lost."""
+    attacker, honest = _grade_in_one_worker([_attacker("pid1-stdout-forgery.py"), _honest("honest-after")])
+    wrong = []
+    if attacker["scores"]["square"] > 2:
+        wrong.append(f"the forged answer was taken: {attacker}")
+    if honest["scores"] != FULL or honest["problem"]:
+        wrong.append(f"the honest student graded next on that worker lost points: {honest}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_pid1_takeover_cannot_read_the_next_students_task():
+    """The notebook compiles a ptrace injector with the sandbox's gcc and makes bwrap's init (pid 1: same uid,
+    dumpable, spared by the worker's cleanup) execve a relay of its own, which replaces the worker and keeps a
+    copy of every later task in /dev/shm. Old code: the attacker got square=6, pid 1 was taken over, and the
+    next student's task (its code, with a marker, and the hidden test calls) was readable by a later notebook."""
+    marker = f"victim-secret-{uuid.uuid4().hex[:8]}"
+    look = _honest("looks-for-the-victim", extra=f"""
+import os as _o
+_stolen = []
+for _top, _recurse in (("/dev", True), ("/tmp", True), ("/", False)):
+    for _folder, _dirs, _files in _o.walk(_top):
+        if not _recurse:
+            _dirs[:] = []
+        for _name in _files:
+            _path = _o.path.join(_folder, _name)
+            try:
+                if _o.path.isfile(_path) and _o.path.getsize(_path) < 2**24 and {marker!r} in open(_path, errors="replace").read():
+                    _stolen.append(_path)
+            except OSError:
+                pass
+if _stolen:  # the leak costs this notebook its square points: the test sees it in the scores
+    Square = None
+""")
+    attacker, victim, looker = _grade_in_one_worker([_attacker("pid1-ptrace-takeover.py"), _honest("victim", marker),
+                                                     look])
+    wrong = []
+    if attacker["scores"]["square"] > 2:
+        wrong.append(f"the attacker's forged answer was taken: {attacker}")
+    if victim["scores"] != FULL or victim["problem"]:
+        wrong.append(f"the victim lost points: {victim}")
+    if looker["scores"] != FULL:
+        wrong.append(f"a later notebook read the victim's task (stolen through pid 1): {looker}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_pid1_cannot_be_traced_or_written_through_its_descriptors():
+    """The ways in used above, directly: pid 1's descriptors, its memory, ptrace, gcc."""
+    body = """
+    import ctypes, shutil
+    for path, flags in (("/proc/1/fd/1", _o.O_WRONLY), ("/proc/1/fd/0", _o.O_RDONLY), ("/proc/1/mem", _o.O_RDONLY)):
+        try:
+            _o.close(_o.open(path, flags)); info[path] = "opened"
+        except OSError as e:
+            info[path] = repr(e)
+    libc = ctypes.CDLL(None, use_errno=True)
+    info["ptrace-seize-pid1"] = libc.ptrace(0x4206, 1, 0, 0) == 0
+    info["gcc"] = shutil.which("gcc")
+    """
+    ((report,), _), = _run_in_one_worker([_report_code(body)])
+    assert report.get("/proc/1/fd/1") != "opened", report
+    assert report.get("/proc/1/fd/0") != "opened", report
+    assert report.get("/proc/1/mem") != "opened", report
+    assert report.get("ptrace-seize-pid1") is False, report
+
+
+# --- 2. host root's file permissions ---------------------------------------------------------------------
+
+_ROOT_ONLY_PROBE = """
+try:
+    with open({secret!r}) as f:
+        info["read root-only file"] = f.read()
+except OSError as e:
+    info["read root-only file"] = False
+info["access /etc/shadow"] = _o.access("/etc/shadow", _o.R_OK)
+try:
+    _o.close(_o.open("/proc/sys/kernel/core_pattern", _o.O_WRONLY))  # opened, never written
+    info["open core_pattern for writing"] = True
+except OSError:
+    info["open core_pattern for writing"] = False
+"""
+
+
+@pytest.fixture
+def root_only_file():
+    """A root-owned, mode 0600 file on a folder the sandbox shows (the venv), removed afterwards."""
+    path = Path(os.path.realpath(sys.prefix)) / f".attack-root-only-{uuid.uuid4().hex}"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, b"root-only secret")
+        os.close(fd)
+        os.chown(path, 0, 0)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _assert_not_host_root(report: dict[str, Any]) -> None:
+    assert report.get("read root-only file") is False, f"the sandbox read a root-only (0600) file: {report}"
+    assert report.get("access /etc/shadow") is False, f"/etc/shadow is readable inside: {report}"
+    assert report.get("open core_pattern for writing") is False, f"/proc/sys is writable inside: {report}"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="about root's permissions: the grader runs as root here")
+def test_pool_worker_code_has_no_root_file_permissions(root_only_file):
+    """Old code: all three possible (the sandbox's uid 65534 is mapped to host root)."""
+    ((report,), _), = _run_in_one_worker([_report_code(_ROOT_ONLY_PROBE.format(secret=str(root_only_file)))])
+    _assert_not_host_root(report)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="about root's permissions: the grader runs as root here")
+def test_sandbox_run_has_no_root_file_permissions(root_only_file, tmp_path):
+    """The same through ``grader.sandbox.run`` (the one-shot sandbox)."""
+    program = tmp_path / "scratch" / "probe.py"
+    program.parent.mkdir()
+    program.write_text("import json, os as _o\ninfo = {}\n" + _ROOT_ONLY_PROBE.format(secret=str(root_only_file))
+                       + "print('REPORT' + json.dumps(info))\n")
+    outcome = sandbox.run([sys.executable, str(program)], scratch=program.parent, expose=[Path(sys.prefix)],
+                          limits=sandbox.Limits(wall_seconds=20))
+    line = next((l for l in outcome.output.splitlines() if l.startswith("REPORT")), None)
+    assert line is not None, outcome.output
+    _assert_not_host_root(json.loads(line[len("REPORT"):]))
+
+
+# --- 3. one student costing another through what the sandbox keeps -------------------------------------
+
+
+def test_a_mode_000_folder_in_the_scratch_does_not_cost_the_next_notebook():
+    """A folder with mode 000 inside the notebook's folder (/tmp/notebook): the worker's cleanup (rmtree,
+    errors ignored) cannot remove it, the next notebook's ``os.mkdir('/tmp/notebook')`` fails. Old code: the
+    worker died on it, the next notebook (honest) scored 0."""
+    trap = """
+import os as _o
+_o.makedirs("trap/inner")
+open("trap/inner/x", "w").write("x")
+_o.chmod("trap", 0)
+"""
+    _, after = _grade_in_one_worker([_honest("trap", extra=trap), _honest("honest-after")])
+    assert after["scores"] == FULL and not after["problem"], f"the honest notebook after the trap: {after}"
+
+
+def test_a_full_tmp_hidden_in_a_mode_000_folder_does_not_cost_later_notebooks():
+    """/tmp filled (files of 60 MB, under the file-size limit) inside a folder of /tmp that is then made mode 000:
+    cleanup leaves it, so later notebooks find /tmp full. Old code: the next notebook could not write its results
+    (ENOSPC): 0 points."""
+    fill = """
+import os as _o
+_o.makedirs("/tmp/full/inner")
+try:
+    for _k in range(64):
+        with open(f"/tmp/full/inner/{_k}", "wb") as _f:
+            for _ in range(60):
+                _f.write(b"x" * 2**20)
+except OSError:
+    pass
+_o.chmod("/tmp/full", 0)
+"""
+    _, after = _grade_in_one_worker([_honest("filler", extra=fill), _honest("honest-after")])
+    assert after["scores"] == FULL and not after["problem"], f"the honest notebook after the filler: {after}"
+
+
+def test_root_dev_and_dev_shm_keep_nothing_between_notebooks():
+    """/, /dev and /dev/shm inside the worker's sandbox are writable tmpfs that cleanup never touches: what one
+    notebook leaves there (here 300 MB in /dev/shm; gigabytes the same way) stays for every later notebook of that
+    worker, charged to its memory. Old code: writes to / and /dev succeeded, 300 MB in /dev/shm stayed and were
+    seen by the next notebook."""
+    leave = """
+    for folder in ("/", "/dev", "/dev/shm"):
+        try:
+            with open(_o.path.join(folder, ".attack-left-behind"), "w") as f:
+                f.write("left by the previous notebook")
+            info["wrote " + folder] = True
+        except OSError as e:
+            info["wrote " + folder] = False
+    written = 0
+    try:
+        chunk = b"x" * 2**20
+        _o.makedirs("/dev/shm/.attack-ballast")
+        for k in range(5):  # 5 files of 60 MB: each under the file-size limit
+            with open(f"/dev/shm/.attack-ballast/{k}", "wb") as f:
+                for _ in range(60):
+                    f.write(chunk); written += 1
+    except OSError as e:
+        info["ballast stopped"] = repr(e)
+    info["ballast MB"] = written
+    try:
+        st = _o.statvfs("/dev/shm")
+        info["dev/shm MB"] = st.f_blocks * st.f_frsize // 2**20
+    except OSError:
+        info["dev/shm MB"] = 0
+    """
+    look = """
+    info["seen"] = [p for p in ("/.attack-left-behind", "/dev/.attack-left-behind", "/dev/shm/.attack-left-behind",
+                                "/dev/shm/.attack-ballast") if _o.path.exists(p)]
+    """
+    ((first,), _), ((second,), outcome) = _run_in_one_worker([_report_code(leave), _report_code(look)])
+    wrong = []
+    if first.get("wrote /") is not False:
+        wrong.append(f"/ is writable inside the sandbox: {first}")
+    if first.get("wrote /dev") is not False:
+        wrong.append(f"/dev is writable inside the sandbox: {first}")
+    if first.get("wrote /dev/shm") and first.get("ballast MB", 0) >= 300:
+        wrong.append(f"/dev/shm took 300 MB without a limit (its size: {first.get('dev/shm MB')} MB)")
+    if second.get("seen") != []:
+        wrong.append(f"the next notebook finds what the previous one left: {second} (outcome {outcome})")
+    assert not wrong, "\n".join(wrong)
+
+
+# --- 4. forged observations (the end-to-end cases, in one worker) -----------------------------------------
+
+FORGERIES = sorted(p.name for p in CASES.glob("forgery-*.py"))
+
+
+@pytest.mark.parametrize("case_file", FORGERIES)
+def test_a_forgery_earns_no_points_for_a_wrong_backward(case_file):
+    """tests/adversarial/forgery-*.py (the case's `# why:` says how): square's derivative checks must fail, as
+    the wrong sign alone gives (2 points of 6); with `# flagged:`, the notebook is flagged. Old code: square=6
+    for every one of them, nothing flagged."""
+    from test_adversarial import read_case
+
+    case = read_case(CASES / case_file)
+    (attacker,) = _grade_in_one_worker([_attacker(case_file)])
+    wrong = []
+    if attacker["scores"]["square"] > case.expect["square"][1]:
+        wrong.append(f"square={attacker['scores']['square']} (at most {case.expect['square'][1]:g}): {attacker}")
+    if case.flagged and not attacker["flags"]:
+        wrong.append(f"not flagged (flags = {attacker['flags']!r})")
+    assert not wrong, f"{case_file}: " + "; ".join(wrong)
+
+
+def test_the_perfect_solution_is_never_flagged():
+    (honest,) = _grade_in_one_worker([_honest("perfect")])
+    assert honest["scores"] == FULL and not honest["flags"], honest
