@@ -37,12 +37,11 @@ FULL = {"square": 6.0, "exp": 6.0, "sinh": 6.0, "cube": 6.0}  # notebook 03, the
 
 
 def _report_code(body: str) -> str:
-    """A code cell that runs ``body`` (which fills the dict ``info``) and hands ``info`` back through the
-    child's results descriptor, as the error text of a "done" event (the pool returns results unjudged)."""
+    """A code cell that runs ``body`` (which fills the dict ``info``) and hands ``info`` back as the cell's
+    error, which the child reports in its "done" event (the pool returns results unjudged)."""
     return "import json as _j, os as _o\ninfo = {}\ntry:\n" + textwrap.indent(textwrap.dedent(body), "    ") + (
         "\nexcept BaseException as _e:\n    info['crashed'] = repr(_e)\n"
-        "_o.write(3, (_j.dumps({'event': 'done', 'index': 0, 'error': 'REPORT' + _j.dumps(info, default=str)})"
-        " + '\\n').encode())\n")
+        "raise RuntimeError('REPORT' + _j.dumps(info, default=str))\n")
 
 
 def _reports(data: bytes) -> list[dict[str, Any]]:
@@ -52,8 +51,9 @@ def _reports(data: bytes) -> list[dict[str, Any]]:
             entry = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(entry, dict) and str(entry.get("error", "")).startswith("REPORT"):
-            found.append(json.loads(entry["error"][len("REPORT"):]))
+        error = str(entry.get("error", "")).removeprefix("RuntimeError: ") if isinstance(entry, dict) else ""
+        if error.startswith("REPORT"):
+            found.append(json.loads(error[len("REPORT"):]))
     return found
 
 
@@ -242,10 +242,9 @@ def test_pool_worker_code_has_no_root_file_permissions(root_only_file):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="about root's permissions: the grader runs as root here")
-def test_sandbox_run_has_no_root_file_permissions(root_only_file, tmp_path):
+def test_sandbox_run_has_no_root_file_permissions(root_only_file):
     """The same through ``grader.sandbox.run`` (the one-shot sandbox)."""
-    program = tmp_path / "scratch" / "probe.py"
-    program.parent.mkdir()
+    program = Path(tempfile.mkdtemp(prefix="attack-scratch-")) / "probe.py"  # reachable by the sandbox's user
     program.write_text("import json, os as _o\ninfo = {}\n" + _ROOT_ONLY_PROBE.format(secret=str(root_only_file))
                        + "print('REPORT' + json.dumps(info))\n")
     outcome = sandbox.run([sys.executable, str(program)], scratch=program.parent, expose=[Path(sys.prefix)],
