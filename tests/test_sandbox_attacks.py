@@ -16,6 +16,7 @@ import tempfile
 import textwrap
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -363,3 +364,118 @@ def test_a_forgery_earns_no_points_for_a_wrong_backward(case_file):
 def test_the_perfect_solution_is_never_flagged():
     (honest,) = _grade_in_one_worker([_honest("perfect")])
     assert honest["scores"] == FULL and not honest["flags"], honest
+
+
+# --- 5. the report channel: only the notebook's own process, and never unnoticed ------------------------
+
+_FIND_CHANNEL = """
+def _channel():
+    # the worker's listening socket is abstract: its name is in /proc/net/unix
+    with open("/proc/net/unix") as f:
+        names = [line.split()[-1] for line in f if "@grader-" in line]
+    return "\\0" + names[0][1:]
+"""
+
+
+def _forged_line() -> str:
+    return json.dumps({"event": "observed", "index": 1, "calls": [{"observations": []}], "restored": []})
+
+
+def test_a_process_the_notebook_forks_cannot_report_for_it():
+    """A forked helper connects to the worker's socket and sends a forged observation: the worker keeps
+    nothing it sent (the kernel names another sender) and records a flag instead."""
+    source = _FIND_CHANNEL + f"""
+import os, socket, time
+pid = os.fork()
+if pid == 0:
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(_channel())
+        s.sendall({_forged_line()!r}.encode() + b"\\n")
+        s.close()
+    finally:
+        os._exit(0)
+os.waitpid(pid, 0)
+"""
+    (events, outcome), = _run_events([source])
+    assert not [e for e in events if e.get("event") == "observed"], f"a forged observation was kept: {events}"
+    flags = [e["what"] for e in events if e.get("event") == "flag"]
+    assert any("other than the notebook's own" in what for what in flags), events
+
+
+def test_the_notebooks_own_socket_to_the_worker_is_flagged_before_it_connects():
+    """The notebook's own process opens the channel itself (no fork): the audit hook flags the socket first,
+    so whatever it sends comes after a flag and scores nothing."""
+    source = _FIND_CHANNEL + f"""
+import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(_channel())
+s.sendall({_forged_line()!r}.encode() + b"\\n")
+s.close()
+"""
+    (events, outcome), = _run_events([source])
+    kinds = [e.get("event") for e in events]
+    assert "flag" in kinds, events
+    forged = [i for i, e in enumerate(events) if e.get("event") == "observed"]
+    assert all(kinds.index("flag") < i for i in forged), f"a report came before its flag: {events}"
+
+
+def _run_events(sources: list[str], timeout: float = 20) -> list[tuple[list[dict[str, Any]], Any]]:
+    """Each source as a one-cell notebook in a pool of one worker: [(every event it reported, outcome)]."""
+    from grader.pool import Pool
+
+    hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))
+    try:
+        with Pool(hide=[hidden], workers=1) as pool:
+            out = []
+            for source in sources:
+                data, outcome = pool.run([{"kind": "code", "index": 0, "source": source}], timeout)
+                out.append(([json.loads(line) for line in data.decode().splitlines() if line.strip()], outcome))
+            return out
+    finally:
+        shutil.rmtree(hidden, ignore_errors=True)
+
+
+# --- 6. no honest answer is ever flagged ---------------------------------------------------------------
+
+
+def test_no_catalogued_answer_is_flagged_or_has_anything_restored():
+    """Every answer of examples/ (mistakes and correct alternatives) and the instructor's own, graded in the pool
+    as submissions: the audit hook flags none of them, and the guard puts back nothing they did not patch."""
+    solutions_dir = SOLUTIONS
+    solutions = course.answer_sources(solutions_dir)
+    entries = sorted((course.REPO / "examples").glob("*/*.py"))
+    notebook_of = {}
+    for path in sorted(solutions_dir.glob("*.ipynb")):
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if meta.get("solution"):
+                notebook_of[meta["grade_id"]] = path
+    jobs = [("solutions", path, {}) for path in sorted(solutions_dir.glob("*.ipynb"))]
+    for entry in entries:
+        exercise = entry.read_text().split("\n", 1)[0].removeprefix("# exercise:").strip()
+        jobs.append((entry.name, notebook_of[exercise], {exercise: course.mistake_source(entry)}))
+    from grader.pool import Pool
+
+    hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))
+    try:
+        with Pool(hide=[hidden]) as pool, ThreadPoolExecutor(max_workers=pool.size) as threads:
+            def grade(job):
+                name, path, answers = job
+                notebook = nbformat.read(str(path), as_version=4)
+                for cell in notebook.cells:
+                    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+                    if grade_id in answers:
+                        cell.source = answers[grade_id]
+                trusted = runner.instructor_cells(nbformat.read(str(path), as_version=4))
+                return name, runner.grade_cells(name, runner.cells_to_run(notebook, trusted), "solutions", 60, pool=pool)
+
+            results = list(threads.map(grade, jobs))
+    finally:
+        shutil.rmtree(hidden, ignore_errors=True)
+    assert len(results) == len(jobs) > 30
+    flagged = {name: result.flags for name, result in results if result.flags}
+    restored = {name: result.restored for name, result in results if result.restored}
+    assert not flagged, f"honest answers were flagged: {flagged}"
+    assert not restored, f"the guard reports patches no honest answer made: {restored}"
+    assert all(r.score == r.max_score for name, r in results if name == "solutions")
