@@ -426,6 +426,20 @@ EN.update({
     "reason_early": Message("its process ended early", ""),
 })
 
+# The trusted judge received less (or more) than it needs: never scored.
+EN.update({
+    "incomplete_observations": Message(
+        "the grader received {n_received} {what} for {n_expected} {per}: incomplete observations are never scored.",
+        "This is not about your answer: re-run your notebook from the top without changing the grader; "
+        "if this message stays, tell your instructor.",
+    ),
+    "observation_missing": Message(
+        "the grader received no observation of {key}: incomplete observations are never scored.",
+        "This is not about your answer: re-run your notebook from the top without changing the grader; "
+        "if this message stays, tell your instructor.",
+    ),
+})
+
 TABLES: Mapping[str, Mapping[str, Message]] = {"en": EN}
 LANGUAGE = "en"
 
