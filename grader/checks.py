@@ -278,7 +278,7 @@ def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: li
 
 
 def _why_second_derivative_missing(ex: Exercise, obs: Obs) -> tuple[str, dict[str, Any]]:
-    ctx_attrs = list(obs["forward"].get("ctx_attrs", []))
+    ctx_attrs = dx.capped_names(obs["forward"].get("ctx_attrs", []))
     if ex.backward_classes:  # the gradient must come from CubeBackward, whose own backward is the point
         first = obs["first"]
         for k, node in enumerate(first.get("backward_node", [])):
@@ -356,9 +356,9 @@ def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs])
     ex = judge.ex
     for probe, obs in _pairs(probes, observations):
         _output(judge, probe, obs["forward"])
-        attrs = obs["forward"].get("ctx_attrs", [])
+        attrs = dx.capped_names(obs["forward"].get("ctx_attrs", []))
         if attrs:
-            judge.fail("tensor_on_ctx", probe, cls=obs["forward"].get("node"), attrs=", ".join(attrs),
+            judge.fail("tensor_on_ctx", probe, cls=obs["forward"].get("node"), attrs=dx.name_list(attrs),
                        saved=int(obs["forward"].get("saved", 0)))
         _judge_raw(judge, probe, obs["raw"], values=False)  # values are the first-derivative check's job
         if ex.backward_classes:
@@ -369,8 +369,8 @@ def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs])
             for node in nodes:
                 if node is None:
                     judge.fail("backward_not_through_function", probe, classes=" / ".join(ex.backward_classes))
-                if node["ctx_attrs"]:
-                    judge.fail("tensor_on_ctx", probe, cls=node["cls"], attrs=", ".join(node["ctx_attrs"]))
+                if dx.capped_names(node["ctx_attrs"]):
+                    judge.fail("tensor_on_ctx", probe, cls=node["cls"], attrs=dx.name_list(dx.capped_names(node["ctx_attrs"])))
     # After the per-probe checks: None for a non-tensor is the first thing to fix.
     if len(ex.input_names) > 1:
         for probe, obs in _pairs(probes, observations):

@@ -206,6 +206,9 @@ def _short(text: str, limit: int = 300) -> str:
 
 # --- why a second derivative is missing ----------------------------------------------------------
 
+MAX_CTX_ATTRS = 20  # tensor attributes of one ctx considered (a ctx holding 150k tensors is named by a few)
+MAX_SOURCE = 100_000  # characters of a backward's source scanned (a generated 2 MB source is not read further)
+
 SOURCE_PATTERNS: list[tuple[str, str]] = [
     # NumPy first: its idiom `.detach().numpy()` also contains a detach.
     (r"\.numpy\(|\bnp\.|numpy\.|\.item\(|\.tolist\(", "numpy_in_backward"),
@@ -221,10 +224,12 @@ def source_of(function: Any) -> str:
         return ""
 
 
-def tensor_attributes(ctx: Any) -> list[str]:
-    """Names of ctx attributes that hold tensors (directly or in a list/tuple/dict)."""
-    names = []
+def tensor_attributes(ctx: Any, limit: int = MAX_CTX_ATTRS) -> list[str]:
+    """Names of ctx attributes that hold tensors (directly or in a list/tuple/dict); the first ``limit``."""
+    names: list[str] = []
     for name, value in vars(ctx).items() if hasattr(ctx, "__dict__") else []:
+        if len(names) >= limit:
+            break
         values: Iterable[Any] = value.values() if isinstance(value, dict) else (
             value if isinstance(value, (list, tuple)) else (value,))
         if any(isinstance(v, torch.Tensor) for v in values):
@@ -232,13 +237,39 @@ def tensor_attributes(ctx: Any) -> list[str]:
     return names
 
 
+_SOURCE_SCAN = re.compile("|".join(
+    [r"\bctx\.(?P<attr>[^\W\d]\w*)"] + [f"(?P<k{k}>{pattern})" for k, (pattern, _) in enumerate(SOURCE_PATTERNS)]))
+
+
+def capped_names(names: Any, limit: int = MAX_CTX_ATTRS) -> list[str]:
+    """At most ``limit`` names, as strings (observations may hold anything)."""
+    if not isinstance(names, (list, tuple)):
+        return []
+    return [str(n)[:100] for n in names[:limit]]
+
+
+def name_list(names: list[str], shown: int = 5) -> str:
+    """'ctx.a, ctx.b and 3 more' for a message."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return ", ".join(names[:shown]) + f" and {len(names) - shown} more"
+
+
 def why_untracked_source(source: str, ctx_attributes: list[str]) -> tuple[str, dict[str, Any]]:
     """Name why autograd could not record a backward, from its source code and the tensors on its ctx
-    (used when a second derivative is missing)."""
-    used = [a for a in ctx_attributes if re.search(re.escape(a) + r"\b", source)] or ctx_attributes
+    (used when a second derivative is missing). One pass over at most MAX_SOURCE characters."""
+    attrs = capped_names(ctx_attributes)
+    used_names: set[str] = set()
+    kinds: set[int] = set()
+    for match in _SOURCE_SCAN.finditer(str(source)[:MAX_SOURCE]):
+        if match.group("attr") is not None:
+            used_names.add("ctx." + match.group("attr"))
+        else:
+            kinds.add(next(k for k in range(len(SOURCE_PATTERNS)) if match.group(f"k{k}") is not None))
+    used = [a for a in attrs if a in used_names] or attrs
     if used:
-        return "intermediates_on_ctx", {"attrs": ", ".join(used)}
-    for pattern, mistake in SOURCE_PATTERNS:
-        if re.search(pattern, source):
+        return "intermediates_on_ctx", {"attrs": name_list(used)}
+    for k, (_, mistake) in enumerate(SOURCE_PATTERNS):  # in the table's order: NumPy before detach
+        if k in kinds:
             return mistake, {}
     return "untracked_backward", {}

@@ -433,6 +433,11 @@ EN.update({
         "This is not about your answer: re-run your notebook from the top without changing the grader; "
         "if this message stays, tell your instructor.",
     ),
+    "judge_budget": Message(
+        "not judged: judging this notebook took longer than {seconds:g} s, so the remaining checks fail",
+        "This is not about your answer's values: make your notebook's cells small and fast (no huge generated "
+        "code or data), then re-run it; if this stays, tell your instructor.",
+    ),
     "observation_missing": Message(
         "the grader received no observation of {key}: incomplete observations are never scored.",
         "This is not about your answer: re-run your notebook from the top without changing the grader; "

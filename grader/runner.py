@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from .pool import Pool
 
 DEFAULT_TIMEOUT = 300.0  # seconds for a whole notebook
+JUDGE_SECONDS = float(os.environ.get("GRADER_JUDGE_SECONDS", "20"))  # trusted judging time per notebook
 OUTPUT_LIMIT = 1_000_000  # bytes of the child's stdout/stderr kept (the rest is dropped, not buffered)
 
 
@@ -183,11 +185,16 @@ def _course_roots(*paths: Path | None) -> list[Path]:
 
 def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = DEFAULT_TIMEOUT,
                 allow_unsandboxed: bool = False, hide: list[Path] = (),  # type: ignore[assignment]
-                pool: "Pool | None" = None) -> NotebookResult:
-    """Grade prepared cells: in ``pool`` if given (fast), else in a sandbox of their own."""
+                pool: "Pool | None" = None, judge_seconds: float | None = None) -> NotebookResult:
+    """Grade prepared cells: in ``pool`` if given (fast), else in a sandbox of their own.
+
+    Judging (here, in the trusted process) has ``judge_seconds`` per notebook (default ``JUDGE_SECONDS``,
+    env ``GRADER_JUDGE_SECONDS``): checks not judged within it fail, never pass."""
     started = time.monotonic()
     result = NotebookResult(name, tests_from)
     reported, problem, restored = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
+    budget = JUDGE_SECONDS if judge_seconds is None else float(judge_seconds)
+    deadline = time.monotonic() + budget
     for cell in cells:
         if not cell.graded:
             continue
@@ -196,6 +203,11 @@ def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = 
             reason = problem or say("not_reached")
             result.cells.append(CellResult(cell.grade_id, 0.0, cell.points, "not run", reason,
                                            [{"mistake": "not_run", "title": reason, "hidden": False}]))
+            continue
+        if time.monotonic() > deadline:
+            reason = say("judge_budget", seconds=budget)
+            result.cells.append(CellResult(cell.grade_id, 0.0, cell.points, "failed", reason,
+                                           [{"mistake": "judge_budget", "title": reason, "hidden": False}]))
             continue
         ok, message, findings = _judge_cell(cell, entry)
         result.cells.append(CellResult(cell.grade_id, cell.points if ok else 0.0, cell.points,
@@ -330,7 +342,9 @@ def _run_unsandboxed(argv: list[str], scratch: Path, env: dict[str, str], timeou
     return sandbox.Outcome(child.returncode, "", time.monotonic() - started, stopped, sandbox.Limits(wall_seconds=timeout))
 
 
-RESULTS_LIMIT = 50_000_000  # bytes of results read from the sandbox
+RESULTS_LIMIT = 4_000_000  # bytes of results read from the sandbox (a whole course notebook writes ~150 kB)
+LINES_PER_CELL = 4  # result lines read per planned cell (the child writes two: start, then done or observed)
+EXTRA_LINES = 64
 
 
 def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
@@ -339,7 +353,13 @@ def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
     running = None
     restored: list[str] = []
     text = data[:RESULTS_LIMIT].decode("utf-8", errors="replace")
-    for line in text.splitlines():
+    lines_left = LINES_PER_CELL * len(keys) + EXTRA_LINES  # beyond that, lines are spam: not read
+    for line in io.StringIO(text):
+        if not line.strip():
+            continue
+        lines_left -= 1
+        if lines_left < 0:
+            break
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:

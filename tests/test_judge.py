@@ -170,3 +170,129 @@ def test_basics_judge_scores_only_one_observation_per_probe(name, fn):
     forged[0]["result"]["value"] = forged[0]["result"]["value"].reshape(1, -1)
     with pytest.raises(CheckFailed):
         basics.judge(name, forged)
+
+
+# --- the trusted side is bounded: sizes capped before judging, linear diagnosis, a time budget per notebook
+
+
+def test_a_huge_ctx_and_a_huge_backward_source_are_judged_in_well_under_a_second():
+    """Issue 7: ~150k tensors on ctx and a 2 MB generated backward source cost 245 s of judging."""
+    import time
+
+    probes, observations = good("second derivatives", "square")
+    attrs = [f"ctx.t{k}" for k in range(150_000)]
+    source = "def backward(ctx, grad_out):\n" + "".join(f"    a = ctx.t{k} * 2\n" for k in range(100_000))
+    assert len(source) > 2_000_000
+    for obs in observations:
+        obs["forward"]["ctx_attrs"] = attrs
+        obs["backward_source"] = source
+        obs["second"]["grads"] = [None] * len(obs["second"]["grads"])
+    started = time.perf_counter()
+    with pytest.raises(CheckFailed) as failure:
+        checks.judge("second derivatives", "square", probes, observations)
+    assert time.perf_counter() - started < 0.5
+    assert failure.value.finding.mistake == "intermediates_on_ctx"
+    assert len(str(failure.value)) < 2000  # the message names a few attributes, not 150k
+
+    probes, observations = good("structure", "square")
+    for obs in observations:
+        obs["forward"]["ctx_attrs"] = attrs
+    started = time.perf_counter()
+    with pytest.raises(CheckFailed) as failure:
+        checks.judge("structure", "square", probes, observations)
+    assert time.perf_counter() - started < 0.5
+    assert failure.value.finding.mistake == "tensor_on_ctx" and len(str(failure.value)) < 2000
+
+
+def test_source_diagnosis_is_linear_and_keeps_its_verdicts():
+    import time
+
+    from grader import diagnosis as dx
+
+    assert dx.why_untracked_source("return g * ctx.y.detach()", ["ctx.y"]) == ("intermediates_on_ctx", {"attrs": "ctx.y"})
+    assert dx.why_untracked_source("return g * ctx.y_bar", ["ctx.y", "ctx.y_bar"])[1] == {"attrs": "ctx.y_bar"}
+    assert dx.why_untracked_source("return g * x.detach().numpy()", [])[0] == "numpy_in_backward"
+    assert dx.why_untracked_source("return g * x.detach()", [])[0] == "detach_in_backward"
+    assert dx.why_untracked_source("with torch.no_grad():\n  return g*x", [])[0] == "no_grad_in_backward"
+    assert dx.why_untracked_source("return g * x", [])[0] == "untracked_backward"
+    attrs = [f"ctx.t{k}" for k in range(150_000)]
+    source = "x = 1\n" * 400_000
+    started = time.perf_counter()
+    dx.why_untracked_source(source, attrs)
+    assert time.perf_counter() - started < 0.3
+
+
+def test_wire_decode_refuses_observations_with_too_many_items():
+    from grader import wire
+
+    with pytest.raises(wire.WireError):
+        wire.decode({"ctx_attrs": ["ctx.t"] * 150_000})
+    with pytest.raises(wire.WireError):
+        wire.decode(["x" * 1000] * 20_000)
+    assert wire.decode({"ctx_attrs": ["ctx.t"] * 50}) == {"ctx_attrs": ["ctx.t"] * 50}
+
+
+def _outcome():
+    from grader import sandbox
+
+    return sandbox.Outcome(0, "", 0.0, "", sandbox.Limits())
+
+
+def test_fifty_megabytes_of_tiny_result_lines_are_read_in_bounded_time_and_memory():
+    """Issue 7: 50 MB of tiny result lines cost the trusted process 48 s and 1.7 GB."""
+    import json
+    import time
+    import tracemalloc
+
+    from grader import runner
+
+    cells = [runner.Cell(0, "x = 1"), runner.Cell(1, "", "square-forward", 1.0, True)]
+    keys = {0: 0, 1: 1}
+    head = (json.dumps({"event": "start", "index": 0}) + "\n").encode()
+    data = head + b"{}\n" * 16_000_000
+    tracemalloc.start()
+    started = time.perf_counter()
+    runner._read_results(data, keys, cells, _outcome())
+    seconds = time.perf_counter() - started
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert seconds < 2.0 and peak < 64 * 2**20, (seconds, peak)
+
+
+def test_results_beyond_the_limits_are_not_read():
+    import json
+
+    from grader import runner
+
+    assert runner.RESULTS_LIMIT <= 8_000_000
+    cells = [runner.Cell(0, "", "square-forward", 1.0, True)]
+    observed = (json.dumps({"event": "observed", "index": 0, "calls": []}) + "\n").encode()
+    reported, _, _ = runner._read_results(observed, {0: 0}, cells, _outcome())
+    assert 0 in reported
+    spam = b"{}\n" * 10_000  # more lines than the plan can explain: what follows is not read
+    reported, _, _ = runner._read_results(spam + observed, {0: 0}, cells, _outcome())
+    assert 0 not in reported
+
+
+def test_checks_not_judged_within_the_notebooks_time_budget_fail(monkeypatch):
+    import time
+
+    from grader import runner
+
+    cells = [runner.Cell(k, "", f"square-{k}", 1.0, True,
+                         [runner.testcells.CheckCall("checks", "forward", "Square.apply", {"exercise": "square"})])
+             for k in range(4)]
+    reported = {k: {"event": "observed", "index": k, "calls": [{"observations": []}]} for k in range(4)}
+    monkeypatch.setattr(runner, "_execute", lambda *a, **k: (reported, "", []))
+
+    def slow_pass(call, answer):
+        time.sleep(0.2)
+        return True, "✓ square · forward", None
+
+    monkeypatch.setattr(runner, "_judge_call", slow_pass)
+    result = runner.grade_cells("nb", cells, "tests", judge_seconds=0.3)
+    statuses = [c.status for c in result.cells]
+    assert statuses[:2] == ["passed", "passed"] and statuses[2:] == ["failed", "failed"], statuses
+    assert all(c.points == 0 for c in result.cells[2:])
+    assert "0.3 s" in result.cells[-1].message and "judg" in result.cells[-1].message
+    assert result.cells[-1].findings[0]["mistake"] == "judge_budget"
