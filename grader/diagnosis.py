@@ -50,6 +50,9 @@ class Finding:
 
     @property
     def hint(self) -> str:
+        # A hint that points at "the line shown above" has a variant for when no line is shown.
+        if not self.code and f"{self.mistake}_no_line" in messages.EN:
+            return self._format(messages.message(f"{self.mistake}_no_line").hint)
         return self._format(messages.message(self.mistake).hint)
 
     def render(self) -> str:

@@ -438,6 +438,11 @@ EN.update({
         "This is not about your answer's values: make your notebook's cells small and fast (no huge generated "
         "code or data), then re-run it; if this stays, tell your instructor.",
     ),
+    "raised_error_no_line": Message(
+        "your code raised {error_type} while {stage}: {error}",
+        "Find where your code does this in the answer cell `{exercise}`, fix it and re-run that cell before "
+        "this check.",
+    ),
     "observation_missing": Message(
         "the grader received no observation of {key}: incomplete observations are never scored.",
         "This is not about your answer: re-run your notebook from the top without changing the grader; "

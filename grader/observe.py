@@ -147,15 +147,25 @@ def _tensor_closure(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> Callable
     return closure
 
 
+def output_zeros(node: Any) -> list[Any] | None:
+    """A zero gradient for every output of the Function that made ``node`` (None if torch does not say)."""
+    try:
+        return [torch.zeros(tuple(m.shape), dtype=m.dtype, device=m.device) for m in node._input_metadata]
+    except Exception:
+        return None
+
+
 def raw_backward(probe: Probe, out: torch.Tensor, node: Any, v: torch.Tensor) -> Obs:
     """Call the student's backward directly, before the engine sums or casts what it returns."""
     cls = node_class(node)
-    try:
-        outputs = cls.apply(*probe.fresh())  # to learn how many outputs the Function has
-    except Exception as exc:
-        return {"error": error_info(exc, "running forward")}
-    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-    grads: list[Any] = [torch.zeros_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
+    grads = output_zeros(node)  # one per output, from the Function's own node: its apply may be wrapped
+    if grads is None:
+        try:
+            outputs = cls.apply(*probe.fresh())  # to learn how many outputs the Function has
+        except Exception as exc:
+            return {"error": error_info(exc, "running forward")}
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        grads = [torch.zeros_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
     grads[out.output_nr if out.grad_fn is node else 0] = v
     try:
         with torch.no_grad():
@@ -273,13 +283,20 @@ def _pattern_observation(ex: Exercise, fn: Callable[..., Any], probe: Probe, pat
     cls = node_class(node)
     try:
         with torch.no_grad():
-            raw = cls.backward(node, v)  # the graph was retained above, so its saved tensors are still there
+            raw = cls.backward(node, *_one_hot(node, out, v))  # the graph was retained, its saved tensors are there
     except Exception as exc:
         result["raw"] = {"error": error_info(exc, f"calling {cls.__name__}.backward")}
         return result
     raw = raw if isinstance(raw, tuple) else (raw,)
     result["raw"] = {"cls": cls.__name__, "grads": _grads(raw)}
     return result
+
+
+def _one_hot(node: Any, out: torch.Tensor, v: torch.Tensor) -> list[Any]:
+    """backward's arguments: ``v`` for ``out``, zeros for the Function's other outputs."""
+    grads = output_zeros(node) or [None]
+    grads[out.output_nr if out.grad_fn is node and out.output_nr < len(grads) else 0] = v
+    return grads
 
 
 def requires_grad_patterns(probe: Probe) -> list[tuple[int, ...]]:

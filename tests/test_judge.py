@@ -296,3 +296,22 @@ def test_checks_not_judged_within_the_notebooks_time_budget_fail(monkeypatch):
     assert all(c.points == 0 for c in result.cells[2:])
     assert "0.3 s" in result.cells[-1].message and "judg" in result.cells[-1].message
     assert result.cells[-1].findings[0]["mistake"] == "judge_budget"
+
+
+# --- diagnoses never blame the student for the grader's own mistake
+
+
+def test_read_the_line_shown_above_only_when_a_line_is_shown():
+    probes, observations = good("forward", "square")
+    error = {"mistake": "raised_error", "fields": {}, "code": "", "type": "RuntimeError", "message": "boom"}
+    forged = copy.deepcopy(observations)
+    forged[0]["forward"] = {"error": error}
+    with pytest.raises(CheckFailed) as failure:
+        checks.judge("forward", "square", probes, forged)
+    text = str(failure.value)
+    assert failure.value.finding.mistake == "raised_error" and "in your code:" not in text
+    assert "line shown above" not in text and "boom" in text
+    forged[0]["forward"] = {"error": {**error, "code": "Square.forward, line 3: return x.boom()"}}
+    with pytest.raises(CheckFailed) as failure:
+        checks.judge("forward", "square", probes, forged)
+    assert "in your code: Square.forward, line 3" in str(failure.value) and "line shown above" in str(failure.value)
