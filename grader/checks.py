@@ -346,10 +346,22 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
                            where=f"d(your gradient)/d{name} at {where}", expected=ev, received=rv)
             judge.fail("second_derivative_wrong", probe, name=name, where=f"d(your gradient)/d{name} at {where}",
                        expected=ev, received=rv)
-        if ex.backward_classes and any(node is None for node in first.get("backward_node", [])):
-            judge.fail("backward_not_through_function", probe, classes=" / ".join(ex.backward_classes))
+        # Right second derivatives without CubeBackward: the structure check alone costs the point.
         _judge_gradcheck(judge, probe, obs["gradgradcheck"], second=True)
     return "second derivatives match PyTorch's and gradgradcheck passes"
+
+
+def _raw_gradients_right(ex: Exercise, probe: Probe, obs: Obs) -> bool:
+    """Whether backward's raw gradients equal PyTorch's (so a structure finding can say the values are right)."""
+    try:
+        out = obs["forward"]["value"]
+        v = observe.grad_output(out.shape, probe.seed)
+        expected = _reference_vjp(ex, probe.fresh(), v)
+        received = [g for g, x in _pairs(obs["raw"]["grads"], probe.inputs) if isinstance(x, torch.Tensor)]
+        return len(received) == len(expected) and all(
+            isinstance(r, torch.Tensor) and dx.close(r, e) for r, e in _pairs(received, expected))
+    except Exception:
+        return False
 
 
 def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> str:
@@ -368,7 +380,9 @@ def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs])
             nodes = _complete(judge, probe, nodes, len(_diff_names(probe, probe.inputs)), "backward nodes", "gradients")
             for node in nodes:
                 if node is None:
-                    judge.fail("backward_not_through_function", probe, classes=" / ".join(ex.backward_classes))
+                    right = _raw_gradients_right(ex, probe, obs)
+                    judge.fail("derivatives_right_not_through_function" if right else "backward_not_through_function",
+                               probe, classes=" / ".join(ex.backward_classes))
                 if dx.capped_names(node["ctx_attrs"]):
                     judge.fail("tensor_on_ctx", probe, cls=node["cls"], attrs=dx.name_list(dx.capped_names(node["ctx_attrs"])))
     # After the per-probe checks: None for a non-tensor is the first thing to fix.

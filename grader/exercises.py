@@ -128,6 +128,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "intermediates_on_ctx": (NB3, "4. Saving intermediate results: Sinh"),
     "extra_output_gradients_ignored": (NB3, "4. Saving intermediate results: Sinh"),
     "backward_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
+    "derivatives_right_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
     "double_backward_wrong_order": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
 }
 

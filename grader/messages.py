@@ -443,6 +443,11 @@ EN.update({
         "Find where your code does this in the answer cell `{exercise}`, fix it and re-run that cell before "
         "this check.",
     ),
+    "derivatives_right_not_through_function": Message(
+        "your gradient is right, but it is not computed by your {classes}.",
+        "The exercise is to delegate the gradient to the second Function: Cube.backward must return "
+        "CubeBackward.apply(grad_out, x), so that the gradient has a backward of its own.",
+    ),
     "observation_missing": Message(
         "the grader received no observation of {key}: incomplete observations are never scored.",
         "This is not about your answer: re-run your notebook from the top without changing the grader; "
