@@ -448,6 +448,13 @@ EN.update({
         "The exercise is to delegate the gradient to the second Function: Cube.backward must return "
         "CubeBackward.apply(grad_out, x), so that the gradient has a backward of its own.",
     ),
+    "not_found_cell_raised": Message(
+        "✗ could not check `{entry}`: the cell defining `{name}` raised {error}{at}: fix that error first",
+        "Fix that cell, run it again, then run this check."),
+    "not_found_earlier_cell_raised": Message(
+        "✗ could not check `{entry}`: `{name}` is not defined, and an earlier cell raised {error}{at}: "
+        "fix that error first",
+        "Fix that cell, run the notebook from the top, then run this check."),
     "observation_missing": Message(
         "the grader received no observation of {key}: incomplete observations are never scored.",
         "This is not about your answer: re-run your notebook from the top without changing the grader; "

@@ -285,7 +285,7 @@ def test_checks_not_judged_within_the_notebooks_time_budget_fail(monkeypatch):
     reported = {k: {"event": "observed", "index": k, "calls": [{"observations": []}]} for k in range(4)}
     monkeypatch.setattr(runner, "_execute", lambda *a, **k: (reported, "", []))
 
-    def slow_pass(call, answer):
+    def slow_pass(call, answer, *rest):
         time.sleep(0.2)
         return True, "✓ square · forward", None
 
@@ -315,3 +315,43 @@ def test_read_the_line_shown_above_only_when_a_line_is_shown():
     with pytest.raises(CheckFailed) as failure:
         checks.judge("forward", "square", probes, forged)
     assert "in your code: Square.forward, line 3" in str(failure.value) and "line shown above" in str(failure.value)
+
+
+def _graded_after_a_failed_definition(monkeypatch, done_event: dict, definer: str) -> str:
+    import json
+
+    from grader import runner
+
+    cells = [runner.Cell(0, "import torch"), runner.Cell(1, definer),
+             runner.Cell(2, "", "exp-forward", 1.0, True,
+                         [runner.testcells.CheckCall("checks", "forward", "Exp.apply", {"exercise": "exp"})])]
+    events = [{"event": "start", "index": 0}, {"event": "done", "index": 0, "error": ""},
+              {"event": "start", "index": 1}, {"event": "done", "index": 1, **done_event},
+              {"event": "start", "index": 2},
+              {"event": "observed", "index": 2, "restored": [], "calls": [
+                  {"error": "NameError: name 'Exp' is not defined: run the cell that defines it "
+                            "(did you rename or delete it?)"}]}]
+    data = "".join(json.dumps(e) + "\n" for e in events).encode()
+    monkeypatch.setattr(runner, "_execute",
+                        lambda cells, *a, **k: runner._read_results(data, {0: 0, 1: 1, 2: 2}, cells, _outcome()))
+    result = runner.grade_cells("nb", cells, "tests")
+    (cell,) = result.cells
+    assert cell.status == "failed" and cell.points == 0
+    return cell.message
+
+
+def test_a_name_missing_because_its_cell_raised_reports_that_cells_error_and_line(monkeypatch):
+    definer = "class Exp(torch.autograd.Function):\n    pass\nExp.apply(1 + 'a')"
+    message = _graded_after_a_failed_definition(
+        monkeypatch, {"error": "TypeError: unsupported operand type(s) for +: 'int' and 'str'", "line": 3,
+                      "code": "Exp.apply(1 + 'a')"}, definer)
+    assert message == ("✗ could not check `Exp.apply`: the cell defining `Exp` raised TypeError: unsupported operand "
+                       "type(s) for +: 'int' and 'str' at line 3: `Exp.apply(1 + 'a')`: fix that error first")
+    # Without the line (an older sandbox child): the error alone.
+    message = _graded_after_a_failed_definition(monkeypatch, {"error": "TypeError: boom"}, definer)
+    assert message == "✗ could not check `Exp.apply`: the cell defining `Exp` raised TypeError: boom: fix that error first"
+    # A failed cell that does not define the name: the most recent failed cell is named.
+    message = _graded_after_a_failed_definition(monkeypatch, {"error": "ValueError: bad", "line": 1, "code": "x"},
+                                                "x = compute()")
+    assert message == ("✗ could not check `Exp.apply`: `Exp` is not defined, and an earlier cell raised ValueError: bad "
+                       "at line 1: `x`: fix that error first")
