@@ -135,13 +135,26 @@ def _output(judge: _Judge, probe: Probe, obs: Obs) -> torch.Tensor:
     return value
 
 
+def _close(probe: Probe, a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal within the tolerances of the probe's dtype (float32 probes are compared at float32 precision)."""
+    return dx.close(a, b, **dx.tolerances(probe.dtype))
+
+
+def _fail_if_float32_precision(judge: _Judge, probe: Probe, e: torch.Tensor, r: torch.Tensor, name: str,
+                               what: str) -> None:
+    """A float64 result right only to float32 precision: backward computes in float32 somewhere."""
+    if probe.dtype == torch.float64 and dx.close(r, e, **dx.tolerances(torch.float32)):
+        where, ev, rv = dx.worst_element(e, r, digits=12)
+        judge.fail("float32_precision", probe, name=name, where=f"{what} at {where}", expected=ev, received=rv)
+
+
 def _plain(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(x.detach() if isinstance(x, torch.Tensor) else x for x in inputs)
 
 
 def _forward_is_right(ex: Exercise, probe: Probe, out: torch.Tensor) -> bool:
     expected = ex.reference(*_plain(probe.inputs))
-    return out.shape == expected.shape and out.dtype == expected.dtype and dx.close(out, expected)
+    return out.shape == expected.shape and out.dtype == expected.dtype and _close(probe, out, expected)
 
 
 def _diff_names(probe: Probe, inputs: tuple[Any, ...]) -> list[str]:
@@ -204,7 +217,9 @@ def _judge_raw(judge: _Judge, probe: Probe, raw: Obs, values: bool = True) -> No
                 reducible = False
             judge.fail("gradient_not_reduced" if reducible else "wrong_gradient_shape", probe, **fields)
         if g.dtype != x.dtype:
-            judge.fail("gradient_dtype", probe, name=name, received_dtype=g.dtype, expected_dtype=x.dtype)
+            lost = g.is_floating_point() and torch.finfo(g.dtype).bits < torch.finfo(x.dtype).bits
+            judge.fail("gradient_dtype" if lost or not g.is_floating_point() else "gradient_dtype_upcast", probe,
+                       name=name, received_dtype=g.dtype, expected_dtype=x.dtype)
 
 
 def _compare_gradients(judge: _Judge, probe: Probe, names: list[str], expected: Sequence[torch.Tensor],
@@ -216,12 +231,13 @@ def _compare_gradients(judge: _Judge, probe: Probe, names: list[str], expected: 
         if not isinstance(r, torch.Tensor) or r.shape != e.shape:
             judge.fail("wrong_gradient_shape", probe, name=name, expected_shape=tuple(e.shape),
                        received_shape=tuple(getattr(r, "shape", ())))
-        if dx.close(r, e):
+        if _close(probe, r, e):
             continue
-        others = [names[k] for k, ek in enumerate(expected) if k != j and dx.close(r, ek)]
+        _fail_if_float32_precision(judge, probe, e, r, name, f"gradient for `{name}`")
+        others = [names[k] for k, ek in enumerate(expected) if k != j and _close(probe, r, ek)]
         if others:
             judge.fail("gradients_in_wrong_order", probe, cls=cls, name=name, other=others[0], names=", ".join(probe.names))
-        mistake, fields = dx.relate(e, r, without_grad_output=unit[j] if unit else None)
+        mistake, fields = dx.relate(e, r, without_grad_output=unit[j] if unit else None, **dx.tolerances(probe.dtype))
         where, ev, rv = dx.worst_element(e, r)
         judge.fail(mistake or "wrong_gradient", probe, name=name, where=f"gradient for `{name}` at {where}",
                    expected=ev, received=rv, **fields)
@@ -229,7 +245,7 @@ def _compare_gradients(judge: _Judge, probe: Probe, names: list[str], expected: 
 
 def _judge_gradcheck(judge: _Judge, probe: Probe, verdict: Obs, second: bool) -> None:
     """gradcheck/gradgradcheck ran next to the student's code: their verdict can fail a check, never pass one."""
-    if verdict.get("ok"):
+    if verdict.get("ok") or probe.dtype != torch.float64:  # finite differences only mean something in float64
         return
     if "error" in verdict:
         judge.fail_error(verdict["error"], probe)
@@ -249,10 +265,10 @@ def judge_forward(judge: _Judge, probes: list[Probe], observations: list[Obs]) -
             judge.fail("forward_wrong_shape", probe, received_shape=tuple(out.shape), expected_shape=tuple(expected.shape))
         if out.dtype != expected.dtype:
             judge.fail("forward_wrong_dtype", probe, received_dtype=out.dtype, expected_dtype=expected.dtype)
-        if not dx.close(out, expected):
+        if not _close(probe, out, expected):
             where, e, r = dx.worst_element(expected, out)
             mistake = "forward_wrong"
-            if ex.id == "linear" and plain[2] is not None and dx.close(out, ex.reference(plain[0], plain[1], None)):
+            if ex.id == "linear" and len(plain) > 2 and plain[2] is not None and _close(probe, out, ex.reference(plain[0], plain[1], None)):
                 mistake = "forward_missing_bias"
             judge.fail(mistake, probe, where=f"output{where}", expected=e, received=r)
     return f"{ex.formula} matches PyTorch"
@@ -267,7 +283,7 @@ def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: li
         _judge_raw(judge, probe, obs["raw"])
         if "error" in obs["vjp"]:
             judge.fail_error(obs["vjp"]["error"], probe)
-        v = observe.grad_output(out.shape, probe.seed)
+        v = observe.grad_output(out.shape, probe.seed, probe.dtype)
         inputs = probe.fresh()
         expected = _reference_vjp(ex, inputs, v)
         unit = _reference_vjp(ex, probe.fresh(), torch.ones_like(v))
@@ -301,19 +317,19 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
             judge.fail_error(first["error"], probe)
         inputs = probe.fresh()
         diff = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
-        v = observe.grad_output(out.shape, probe.seed).requires_grad_()
+        v = observe.grad_output(out.shape, probe.seed, probe.dtype).requires_grad_()
         ref_grads = torch.autograd.grad(ex.reference(*inputs), diff, v, create_graph=True)
         received_first = _complete(judge, probe, first["grads"], len(ref_grads), "first derivatives",
                                    "inputs that require grad")
         if ex.backward_classes:
             for key in ("backward_node", "backward_node_sources", "backward_node_ctx_attrs"):
                 _complete(judge, probe, first[key], len(received_first), f"entries of {key}", "gradients")
-        if any(not isinstance(g, torch.Tensor) or not dx.close(g, e) for g, e in _pairs(received_first, ref_grads)):
+        if any(not isinstance(g, torch.Tensor) or not _close(probe, g, e) for g, e in _pairs(received_first, ref_grads)):
             judge.fail("first_order_wrong_before_second", probe)
         second = obs["second"]
         if "error" in second:
             judge.fail_error(second["error"], probe)
-        u = observe.second_vectors([x.shape for x in diff], probe.seed)
+        u = observe.second_vectors([x.shape for x in diff], probe.seed, probe.dtype)
         names = _diff_names(probe, inputs) + ["grad_output"]
         targets = [*diff, v]
         expected = torch.autograd.grad(list(ref_grads), targets, u, allow_unused=True)
@@ -334,12 +350,13 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
                 judge.fail(mistake, probe, name=name, where=f"d(your gradient)/d{name}", **fields)
             if not isinstance(r, torch.Tensor) or r.shape != e.shape:
                 judge.fail("second_derivative_wrong", probe, name=name, where=f"d(your gradient)/d{name}")
-            if dx.close(r, e):
+            if _close(probe, r, e):
                 continue
             if obs.get("sinh_extra_outputs_ignored"):
                 judge.fail("extra_output_gradients_ignored", probe, name=name)
+            _fail_if_float32_precision(judge, probe, e, r, name, f"d(your gradient)/d{name}")
             where, ev, rv = dx.worst_element(e, r)
-            others = [names[k] for k, ek in enumerate(expected) if k != j and dx.close(r, ek)]
+            others = [names[k] for k, ek in enumerate(expected) if k != j and _close(probe, r, ek)]
             backward_cls = ex.backward_classes[0] if ex.backward_classes else cls
             if others:
                 judge.fail("double_backward_wrong_order", probe, name=name, other=others[0], cls=backward_cls,
@@ -355,11 +372,12 @@ def _raw_gradients_right(ex: Exercise, probe: Probe, obs: Obs) -> bool:
     """Whether backward's raw gradients equal PyTorch's (so a structure finding can say the values are right)."""
     try:
         out = obs["forward"]["value"]
-        v = observe.grad_output(out.shape, probe.seed)
+        v = observe.grad_output(out.shape, probe.seed, probe.dtype)
         expected = _reference_vjp(ex, probe.fresh(), v)
-        received = [g for g, x in _pairs(obs["raw"]["grads"], probe.inputs) if isinstance(x, torch.Tensor)]
+        raw = list(obs["raw"]["grads"])[:len(probe.inputs)]
+        received = [g for g, x in _pairs(raw, probe.inputs) if isinstance(x, torch.Tensor)]
         return len(received) == len(expected) and all(
-            isinstance(r, torch.Tensor) and dx.close(r, e) for r, e in _pairs(received, expected))
+            isinstance(r, torch.Tensor) and _close(probe, r, e) for r, e in _pairs(received, expected))
     except Exception:
         return False
 
@@ -407,12 +425,12 @@ def _judge_pattern(judge: _Judge, probe: Probe, obs: Obs) -> None:
         judge.fail_error(obs["vjp"]["error"], probe)
     inputs = tuple(x.detach().clone().requires_grad_(i in pattern) if isinstance(x, torch.Tensor) else x
                    for i, x in enumerate(probe.inputs))
-    v = observe.grad_output(obs["forward"]["value"].shape, probe.seed)
+    v = observe.grad_output(obs["forward"]["value"].shape, probe.seed, probe.dtype)
     expected = _reference_vjp(judge.ex, inputs, v)
     names = _diff_names(probe, inputs)
     received = _complete(judge, probe, obs["vjp"]["grads"], len(names), "gradients", "inputs that require grad")
     for name, e, r in _pairs(names, expected, received):
-        if not isinstance(r, torch.Tensor) or not dx.close(r, e):
+        if not isinstance(r, torch.Tensor) or not _close(probe, r, e):
             judge.fail("needs_input_grad_wrong", probe, name=name, pattern=described)
     if "error" in obs["raw"]:
         judge.fail_error(obs["raw"]["error"], probe)

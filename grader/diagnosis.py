@@ -100,6 +100,14 @@ class CheckFailed(AssertionError):
 # --- numbers --------------------------------------------------------------------------------
 
 RTOL, ATOL = 1e-7, 1e-9
+RTOL32, ATOL32 = 1e-5, 1e-6  # float32 probes: ~100 float32 rounding steps of slack
+
+
+def tolerances(dtype: torch.dtype) -> dict[str, float]:
+    """rtol/atol for comparing results of a probe of ``dtype`` with PyTorch's."""
+    if dtype == torch.float64:
+        return {"rtol": RTOL, "atol": ATOL}
+    return {"rtol": RTOL32, "atol": ATOL32}
 
 
 def close(a: torch.Tensor, b: torch.Tensor, rtol: float = RTOL, atol: float = ATOL) -> bool:
@@ -110,15 +118,15 @@ def fmt_number(x: float) -> str:
     return f"{x:.6g}"
 
 
-def worst_element(expected: torch.Tensor, received: torch.Tensor) -> tuple[str, str, str]:
-    """(index, expected value, received value) at the largest difference."""
+def worst_element(expected: torch.Tensor, received: torch.Tensor, digits: int = 6) -> tuple[str, str, str]:
+    """(index, expected value, received value) at the largest difference, with ``digits`` significant digits."""
     diff = (expected.double() - received.double()).abs()
     flat = int(torch.argmax(diff.reshape(-1))) if diff.numel() else 0
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape)) if diff.dim() else ()
     e = expected.reshape(-1)[flat].item() if expected.numel() else float("nan")
     r = received.reshape(-1)[flat].item() if received.numel() else float("nan")
     where = "[" + ", ".join(map(str, index)) + "]" if index else "(scalar)"
-    return where, fmt_number(e), fmt_number(r)
+    return where, f"{e:.{digits}g}", f"{r:.{digits}g}"
 
 
 def _nice_factor(c: float) -> str:
@@ -135,21 +143,24 @@ def relate(
     received: torch.Tensor,
     *,
     without_grad_output: torch.Tensor | None = None,
+    rtol: float = RTOL,
+    atol: float = ATOL,
 ) -> tuple[str, dict[str, Any]]:
     """Name how ``received`` differs from ``expected`` (same shape), as (mistake id, fields)."""
     e, r = expected.double().detach(), received.double().detach()
-    if not bool(torch.all(e == 0)) and bool(torch.all(r.abs() < ATOL)):
+    tol = {"rtol": rtol, "atol": atol}
+    if not bool(torch.all(e == 0)) and bool(torch.all(r.abs() < atol)):
         return "zero_gradient", {}
-    if close(r, -e):
+    if close(r, -e, **tol):
         return "wrong_sign", {}
-    if without_grad_output is not None and close(r, without_grad_output.double()):
+    if without_grad_output is not None and close(r, without_grad_output.double(), **tol):
         return "forgot_grad_output", {}
     denom = float((e * e).sum())
     if denom > 0:
         c = float((r * e).sum()) / denom
-        if abs(c - 1) > 1e-6 and abs(c) > 1e-6 and close(r, c * e):
+        if abs(c - 1) > 1e-6 and abs(c) > 1e-6 and close(r, c * e, **tol):
             return "scaled_gradient", {"factor": _nice_factor(c)}
-    if e.dim() == 2 and e.shape[0] == e.shape[1] and close(r, e.t()):
+    if e.dim() == 2 and e.shape[0] == e.shape[1] and close(r, e.t(), **tol):
         return "transposed_gradient", {"received_shape": tuple(r.shape), "expected_shape": tuple(e.shape)}
     return "", {}
 

@@ -455,6 +455,18 @@ EN.update({
         "✗ could not check `{entry}`: `{name}` is not defined, and an earlier cell raised {error}{at}: "
         "fix that error first",
         "Fix that cell, run the notebook from the top, then run this check."),
+    "gradient_dtype_upcast": Message(
+        "the gradient for `{name}` is {received_dtype} but `{name}` is {expected_dtype}: your backward works in "
+        "another dtype than its inputs (autograd converts the result back silently).",
+        "Compute backward in the dtype of the saved tensors and grad_output: no `.double()` / `.float()`, and no "
+        "tensors created with a fixed dtype; use `torch.ones_like(x)` or plain Python numbers.",
+    ),
+    "float32_precision": Message(
+        "the result for `{name}` is right only to float32 precision (about 7 digits): backward computes in "
+        "float32 somewhere and converts back.",
+        "Keep every step in the dtype of the inputs: no `.float()`, `torch.float32` tensors or NumPy float32 "
+        "arrays inside backward.",
+    ),
     "observation_missing": Message(
         "the grader received no observation of {key}: incomplete observations are never scored.",
         "This is not about your answer: re-run your notebook from the top without changing the grader; "

@@ -23,14 +23,14 @@ from .exercises import Exercise, Probe, _values
 Obs = dict[str, Any]
 
 
-def grad_output(shape: Sequence[int], seed: int) -> torch.Tensor:
-    """The grad_output (v) every check uses for a probe; the judge rebuilds the same one."""
-    return _values(tuple(shape), seed + 7)
+def grad_output(shape: Sequence[int], seed: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """The grad_output (v) every check uses for a probe, in the probe's dtype; the judge rebuilds the same one."""
+    return _values(tuple(shape), seed + 7).to(dtype)
 
 
-def second_vectors(shapes: Sequence[Sequence[int]], seed: int) -> list[torch.Tensor]:
+def second_vectors(shapes: Sequence[Sequence[int]], seed: int, dtype: torch.dtype = torch.float64) -> list[torch.Tensor]:
     """The vectors (u) that second-derivative checks contract the gradients with."""
-    return [_values(tuple(s), seed + 13 + k) for k, s in enumerate(shapes)]
+    return [_values(tuple(s), seed + 13 + k).to(dtype) for k, s in enumerate(shapes)]
 
 
 def error_info(exc: BaseException, stage: str) -> Obs:
@@ -182,6 +182,8 @@ FAST_MODE_ABOVE = 64  # elements: slow-mode gradcheck grows with size², fast mo
 def run_gradcheck(fn: Callable[..., Any], inputs: tuple[Any, ...], second: bool) -> Obs:
     check = torch.autograd.gradgradcheck if second else torch.autograd.gradcheck
     tensors = tuple(_differentiable(inputs))
+    if any(t.dtype != torch.float64 for t in tensors):  # finite differences need float64: the judge skips these
+        return {"ok": True, "skipped": "not float64"}
     fast = sum(t.numel() for t in tensors) > FAST_MODE_ABOVE
     try:
         check(_tensor_closure(fn, inputs), tensors, raise_exception=True, fast_mode=fast)
@@ -204,7 +206,7 @@ def first_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs
     result, out, node = _begin(ex, fn, inputs)
     if out is None:
         return result
-    v = grad_output(out.shape, probe.seed)
+    v = grad_output(out.shape, probe.seed, probe.dtype)
     result["raw"] = raw_backward(probe, out, node, v)
     if "error" in result["raw"]:
         return result
@@ -237,7 +239,7 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Ob
         return result
     cls = node_class(node)
     result["backward_source"] = dx.source_of(cls.backward)
-    v = grad_output(out.shape, probe.seed).requires_grad_()
+    v = grad_output(out.shape, probe.seed, probe.dtype).requires_grad_()
     diff = _differentiable(inputs)
     try:
         grads = torch.autograd.grad(out, diff, v, create_graph=True, allow_unused=True)
@@ -251,7 +253,7 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Ob
         first["backward_node_sources"] = [dx.source_of(node_class(n).backward) if n is not None else "" for n in backward_nodes]
         first["backward_node_ctx_attrs"] = [dx.tensor_attributes(n) if n is not None else [] for n in backward_nodes]
     result["first"] = first
-    u = second_vectors([x.shape for x in diff], probe.seed)  # a gradient has its input's shape
+    u = second_vectors([x.shape for x in diff], probe.seed, probe.dtype)  # a gradient has its input's shape
     tracked = [(g, uk) for g, uk in zip(grads, u) if g is not None and g.requires_grad]
     targets = [*diff, v]
     try:
@@ -273,7 +275,7 @@ def _pattern_observation(ex: Exercise, fn: Callable[..., Any], probe: Probe, pat
     result, out, node = _begin(ex, fn, inputs, pattern=list(pattern))
     if out is None:
         return result
-    v = grad_output(out.shape, probe.seed)
+    v = grad_output(out.shape, probe.seed, probe.dtype)
     try:
         grads = torch.autograd.grad(out, _differentiable(inputs), v, allow_unused=True, retain_graph=True)
     except Exception as exc:
@@ -310,7 +312,7 @@ def structure(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
     result, out, node = _begin(ex, fn, inputs)
     if out is None:
         return result
-    v = grad_output(out.shape, probe.seed)
+    v = grad_output(out.shape, probe.seed, probe.dtype)
     result["raw"] = raw_backward(probe, out, node, v)
     if ex.backward_classes and "error" not in result["raw"]:
         try:
