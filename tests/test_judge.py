@@ -355,3 +355,20 @@ def test_a_name_missing_because_its_cell_raised_reports_that_cells_error_and_lin
                                                 "x = compute()")
     assert message == ("✗ could not check `Exp.apply`: `Exp` is not defined, and an earlier cell raised ValueError: bad "
                        "at line 1: `x`: fix that error first")
+
+
+# --- probes a thorough grader adds (issue 7, point 8)
+
+
+def test_every_check_probes_float32_large_exp_two_argument_linear_and_one_output_feature():
+    for exercise in EXERCISES.values():
+        shapes = [(1, 5, 3)] if exercise.id == "linear" else [(), (2, 5, 3)]
+        probes = exercise.probes(shapes, 11)
+        assert any(p.dtype == torch.float32 for p in probes), exercise.id
+        assert any(p.inputs[0].dim() == 0 for p in probes) or exercise.id == "linear"  # the 0-d probes stay
+    exp = EXERCISES["exp"].probes([(3, 3)], 22)
+    assert any(bool((p.inputs[0].abs() >= 16).all()) for p in exp)
+    linear = EXERCISES["linear"].probes([(1, 5, 3)], 11)
+    assert any(len(p.inputs) == 2 for p in linear)
+    assert any(p.inputs[1].shape[0] == 1 for p in linear)
+    assert "float32" in next(p for p in linear if p.dtype == torch.float32).describe()
