@@ -982,7 +982,7 @@ def _judge_all(check: str, spec: _Check, args: dict[str, Any], observations: Any
     if len(observations) != len(setups):
         raise _Fail("malformed_observations",
                     why=f"expected {len(setups)} observations (one per probe), received {len(observations)}")
-    for i, ((probe, stale), obs) in enumerate(zip(setups, observations)):
+    for i, ((probe, stale), obs) in enumerate(zip(setups, observations, strict=True)):
         try:
             if not isinstance(obs, dict):
                 raise _Malformed(f"observation {i} is a {_type_name(obs)}, not a dict")

@@ -16,7 +16,7 @@ import struct
 import time
 from typing import Any
 
-RESULTS_LIMIT = 8_000_000  # bytes of results kept per notebook (observations of every check: well under 1 MB)
+RESULTS_LIMIT = 4_000_000  # bytes of results kept per notebook (a whole course notebook sends ~150 kB)
 MESSAGE_LIMIT = 4_000_000  # bytes of one message
 PEERCRED = struct.Struct("3i")  # pid, uid, gid
 

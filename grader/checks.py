@@ -31,6 +31,7 @@ from .exercises import Exercise, Probe, Shape, get
 
 Obs = dict[str, Any]
 CHECKS = ("forward", "first derivatives", "second derivatives", "structure")
+_NOT_ABOUT_THE_ANSWER = ("grader_error", "incomplete_observations", "observation_missing")
 
 
 class _Judge:
@@ -50,7 +51,8 @@ class _Judge:
         fields.setdefault("names", ", ".join(self.ex.input_names))
         raise CheckFailed(Finding(
             exercise=self.ex.id, check=self.name, mistake=mistake, probe=probe.describe() if probe else "",
-            where=where, expected=expected, received=received, section=self.ex.section(self.name, mistake),
+            where=where, expected=expected, received=received,
+            section="" if mistake in _NOT_ABOUT_THE_ANSWER else self.ex.section(self.name, mistake),
             fields=fields, code=code))
 
     def fail_error(self, error: Obs, probe: Probe | None) -> NoReturn:
@@ -72,6 +74,22 @@ class _Judge:
         self.fail(mistake, probe, code=str(error.get("code", "")), **fields)
 
 
+def _complete(judge: _Judge, probe: Probe | None, received: Any, expected: int, what: str, per: str) -> list[Any]:
+    """``received`` as a list of exactly ``expected`` items; anything else fails the check (never scored).
+
+    Observations come from an untrusted process: an empty or truncated list must not pass by comparing
+    nothing, as ``zip`` would let it."""
+    n = len(received) if isinstance(received, (list, tuple)) else 0
+    if not isinstance(received, (list, tuple)) or n != expected:
+        judge.fail("incomplete_observations", probe, n_received=n, n_expected=expected, what=what, per=per)
+    return list(received)
+
+
+def _pairs(*sequences: Sequence[Any]) -> Any:
+    """zip that refuses sequences of different lengths (callers check lengths first with ``_complete``)."""
+    return zip(*sequences, strict=True)
+
+
 def _known() -> set[str]:
     from .messages import EN
 
@@ -88,7 +106,7 @@ def _explain_shape_error(found: dict[str, Any], probe: Probe) -> tuple[str, dict
     want = tuple(int(s) for s in str(found.get("want", "")).split(",") if s.strip())
     name = probe.names[index] if index < len(probe.names) else f"input {index}"
     fields = {**found, "name": name, "received_shape": got, "expected_shape": want}
-    shapes = {n: tuple(x.shape) for n, x in zip(probe.names, probe.inputs) if isinstance(x, torch.Tensor)}
+    shapes = {n: tuple(x.shape) for n, x in _pairs(probe.names, probe.inputs) if isinstance(x, torch.Tensor)}
     others = [n for n, s in shapes.items() if s == got and n != name]
     if others:
         return "gradients_in_wrong_order", {**fields, "other": others[0]}
@@ -117,17 +135,30 @@ def _output(judge: _Judge, probe: Probe, obs: Obs) -> torch.Tensor:
     return value
 
 
+def _close(probe: Probe, a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal within the tolerances of the probe's dtype (float32 probes are compared at float32 precision)."""
+    return dx.close(a, b, **dx.tolerances(probe.dtype))
+
+
+def _fail_if_float32_precision(judge: _Judge, probe: Probe, e: torch.Tensor, r: torch.Tensor, name: str,
+                               what: str) -> None:
+    """A float64 result right only to float32 precision: backward computes in float32 somewhere."""
+    if probe.dtype == torch.float64 and dx.close(r, e, **dx.tolerances(torch.float32)):
+        where, ev, rv = dx.worst_element(e, r, digits=12)
+        judge.fail("float32_precision", probe, name=name, where=f"{what} at {where}", expected=ev, received=rv)
+
+
 def _plain(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(x.detach() if isinstance(x, torch.Tensor) else x for x in inputs)
 
 
 def _forward_is_right(ex: Exercise, probe: Probe, out: torch.Tensor) -> bool:
     expected = ex.reference(*_plain(probe.inputs))
-    return out.shape == expected.shape and out.dtype == expected.dtype and dx.close(out, expected)
+    return out.shape == expected.shape and out.dtype == expected.dtype and _close(probe, out, expected)
 
 
 def _diff_names(probe: Probe, inputs: tuple[Any, ...]) -> list[str]:
-    return [n for n, x in zip(probe.names, inputs) if isinstance(x, torch.Tensor) and x.requires_grad]
+    return [n for n, x in _pairs(probe.names, inputs) if isinstance(x, torch.Tensor) and x.requires_grad]
 
 
 def _reference_vjp(ex: Exercise, inputs: tuple[Any, ...], v: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -135,15 +166,31 @@ def _reference_vjp(ex: Exercise, inputs: tuple[Any, ...], v: torch.Tensor) -> tu
     return torch.autograd.grad(ex.reference(*inputs), diff, v)
 
 
+def _raw_grads(judge: _Judge, probe: Probe, raw: Obs) -> list[Any]:
+    """What backward returned, one value per forward input, or the check fails.
+
+    Like the engine, extra trailing Nones are dropped: ``LinearFunction.apply(x, w)`` may return
+    ``(grad_input, grad_weight, None)``."""
+    grads = raw["grads"]
+    if not isinstance(grads, (list, tuple)):
+        judge.fail("incomplete_observations", probe, n_received=0, n_expected=len(probe.inputs), what="gradients",
+                   per="inputs")
+    grads, n = list(grads), len(probe.inputs)
+    if len(grads) > n and all(g is None for g in grads[n:]):
+        grads = grads[:n]
+    if len(grads) != n:
+        judge.fail("wrong_number_of_gradients", probe, cls=str(raw.get("cls")), n_received=len(grads), n_expected=n,
+                   names=", ".join(probe.names))
+    return grads
+
+
 def _judge_raw(judge: _Judge, probe: Probe, raw: Obs, values: bool = True) -> None:
     """Count and None for non-tensors; then (``values``) shapes and dtypes, as backward returned them."""
     if "error" in raw:
         judge.fail_error(raw["error"], probe)
-    cls, grads, inputs = str(raw.get("cls")), list(raw["grads"]), probe.inputs
+    cls, grads, inputs = str(raw.get("cls")), _raw_grads(judge, probe, raw), probe.inputs
     names = ", ".join(probe.names)
-    if len(grads) != len(inputs):
-        judge.fail("wrong_number_of_gradients", probe, cls=cls, n_received=len(grads), n_expected=len(inputs), names=names)
-    for name, x, g in zip(probe.names, inputs, grads):
+    for name, x, g in _pairs(probe.names, inputs, grads):
         if not isinstance(x, torch.Tensor):
             if g is not None:
                 judge.fail("gradient_for_non_tensor", probe, cls=cls, name=name, value=repr(x), where=f"gradient for `{name}`")
@@ -159,7 +206,7 @@ def _judge_raw(judge: _Judge, probe: Probe, raw: Obs, values: bool = True) -> No
                        error=f"the gradient for `{name}` is a {g.get('other', '?')}, not a tensor")
         fields = {"name": name, "received_shape": tuple(g.shape), "expected_shape": tuple(x.shape), "cls": cls, "names": names}
         if g.shape != x.shape:
-            others = [n for n, o in zip(probe.names, inputs) if isinstance(o, torch.Tensor) and n != name and o.shape == g.shape]
+            others = [n for n, o in _pairs(probe.names, inputs) if isinstance(o, torch.Tensor) and n != name and o.shape == g.shape]
             if others:
                 judge.fail("gradients_in_wrong_order", probe, other=others[0], **fields)
             if g.dim() == 2 and tuple(g.shape) == tuple(x.shape)[::-1]:
@@ -170,23 +217,27 @@ def _judge_raw(judge: _Judge, probe: Probe, raw: Obs, values: bool = True) -> No
                 reducible = False
             judge.fail("gradient_not_reduced" if reducible else "wrong_gradient_shape", probe, **fields)
         if g.dtype != x.dtype:
-            judge.fail("gradient_dtype", probe, name=name, received_dtype=g.dtype, expected_dtype=x.dtype)
+            lost = g.is_floating_point() and torch.finfo(g.dtype).bits < torch.finfo(x.dtype).bits
+            judge.fail("gradient_dtype" if lost or not g.is_floating_point() else "gradient_dtype_upcast", probe,
+                       name=name, received_dtype=g.dtype, expected_dtype=x.dtype)
 
 
 def _compare_gradients(judge: _Judge, probe: Probe, names: list[str], expected: Sequence[torch.Tensor],
                        received: Sequence[Any], unit: Sequence[torch.Tensor] | None, cls: str) -> None:
-    for j, (name, e, r) in enumerate(zip(names, expected, received)):
+    received = _complete(judge, probe, received, len(names), "gradients", "inputs that require grad")
+    for j, (name, e, r) in enumerate(_pairs(names, expected, received)):
         if r is None:
             judge.fail("missing_gradient", probe, cls=cls, name=name)
         if not isinstance(r, torch.Tensor) or r.shape != e.shape:
             judge.fail("wrong_gradient_shape", probe, name=name, expected_shape=tuple(e.shape),
                        received_shape=tuple(getattr(r, "shape", ())))
-        if dx.close(r, e):
+        if _close(probe, r, e):
             continue
-        others = [names[k] for k, ek in enumerate(expected) if k != j and dx.close(r, ek)]
+        _fail_if_float32_precision(judge, probe, e, r, name, f"gradient for `{name}`")
+        others = [names[k] for k, ek in enumerate(expected) if k != j and _close(probe, r, ek)]
         if others:
             judge.fail("gradients_in_wrong_order", probe, cls=cls, name=name, other=others[0], names=", ".join(probe.names))
-        mistake, fields = dx.relate(e, r, without_grad_output=unit[j] if unit else None)
+        mistake, fields = dx.relate(e, r, without_grad_output=unit[j] if unit else None, **dx.tolerances(probe.dtype))
         where, ev, rv = dx.worst_element(e, r)
         judge.fail(mistake or "wrong_gradient", probe, name=name, where=f"gradient for `{name}` at {where}",
                    expected=ev, received=rv, **fields)
@@ -194,7 +245,7 @@ def _compare_gradients(judge: _Judge, probe: Probe, names: list[str], expected: 
 
 def _judge_gradcheck(judge: _Judge, probe: Probe, verdict: Obs, second: bool) -> None:
     """gradcheck/gradgradcheck ran next to the student's code: their verdict can fail a check, never pass one."""
-    if verdict.get("ok"):
+    if verdict.get("ok") or probe.dtype != torch.float64:  # finite differences only mean something in float64
         return
     if "error" in verdict:
         judge.fail_error(verdict["error"], probe)
@@ -206,7 +257,7 @@ def _judge_gradcheck(judge: _Judge, probe: Probe, verdict: Obs, second: bool) ->
 
 def judge_forward(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> str:
     ex = judge.ex
-    for probe, obs in zip(probes, observations):
+    for probe, obs in _pairs(probes, observations):
         out = _output(judge, probe, obs["forward"])
         plain = _plain(probe.inputs)
         expected = ex.reference(*plain)
@@ -214,10 +265,10 @@ def judge_forward(judge: _Judge, probes: list[Probe], observations: list[Obs]) -
             judge.fail("forward_wrong_shape", probe, received_shape=tuple(out.shape), expected_shape=tuple(expected.shape))
         if out.dtype != expected.dtype:
             judge.fail("forward_wrong_dtype", probe, received_dtype=out.dtype, expected_dtype=expected.dtype)
-        if not dx.close(out, expected):
+        if not _close(probe, out, expected):
             where, e, r = dx.worst_element(expected, out)
             mistake = "forward_wrong"
-            if ex.id == "linear" and plain[2] is not None and dx.close(out, ex.reference(plain[0], plain[1], None)):
+            if ex.id == "linear" and len(plain) > 2 and plain[2] is not None and _close(probe, out, ex.reference(plain[0], plain[1], None)):
                 mistake = "forward_missing_bias"
             judge.fail(mistake, probe, where=f"output{where}", expected=e, received=r)
     return f"{ex.formula} matches PyTorch"
@@ -225,14 +276,14 @@ def judge_forward(judge: _Judge, probes: list[Probe], observations: list[Obs]) -
 
 def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> str:
     ex = judge.ex
-    for probe, obs in zip(probes, observations):
+    for probe, obs in _pairs(probes, observations):
         out = _output(judge, probe, obs["forward"])
         if not _forward_is_right(ex, probe, out):
             judge.fail("forward_wrong_before_derivatives", probe)
         _judge_raw(judge, probe, obs["raw"])
         if "error" in obs["vjp"]:
             judge.fail_error(obs["vjp"]["error"], probe)
-        v = observe.grad_output(out.shape, probe.seed)
+        v = observe.grad_output(out.shape, probe.seed, probe.dtype)
         inputs = probe.fresh()
         expected = _reference_vjp(ex, inputs, v)
         unit = _reference_vjp(ex, probe.fresh(), torch.ones_like(v))
@@ -243,7 +294,7 @@ def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: li
 
 
 def _why_second_derivative_missing(ex: Exercise, obs: Obs) -> tuple[str, dict[str, Any]]:
-    ctx_attrs = list(obs["forward"].get("ctx_attrs", []))
+    ctx_attrs = dx.capped_names(obs["forward"].get("ctx_attrs", []))
     if ex.backward_classes:  # the gradient must come from CubeBackward, whose own backward is the point
         first = obs["first"]
         for k, node in enumerate(first.get("backward_node", [])):
@@ -257,7 +308,7 @@ def _why_second_derivative_missing(ex: Exercise, obs: Obs) -> tuple[str, dict[st
 
 def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> str:
     ex = judge.ex
-    for probe, obs in zip(probes, observations):
+    for probe, obs in _pairs(probes, observations):
         out = _output(judge, probe, obs["forward"])
         if not _forward_is_right(ex, probe, out):
             judge.fail("forward_wrong_before_derivatives", probe)
@@ -266,23 +317,29 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
             judge.fail_error(first["error"], probe)
         inputs = probe.fresh()
         diff = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
-        v = observe.grad_output(out.shape, probe.seed).requires_grad_()
+        v = observe.grad_output(out.shape, probe.seed, probe.dtype).requires_grad_()
         ref_grads = torch.autograd.grad(ex.reference(*inputs), diff, v, create_graph=True)
-        received_first = first["grads"]
-        if len(received_first) != len(ref_grads) or any(
-                not isinstance(g, torch.Tensor) or not dx.close(g, e) for g, e in zip(received_first, ref_grads)):
+        received_first = _complete(judge, probe, first["grads"], len(ref_grads), "first derivatives",
+                                   "inputs that require grad")
+        if ex.backward_classes:
+            for key in ("backward_node", "backward_node_sources", "backward_node_ctx_attrs"):
+                _complete(judge, probe, first[key], len(received_first), f"entries of {key}", "gradients")
+        if any(not isinstance(g, torch.Tensor) or not _close(probe, g, e) for g, e in _pairs(received_first, ref_grads)):
             judge.fail("first_order_wrong_before_second", probe)
         second = obs["second"]
         if "error" in second:
             judge.fail_error(second["error"], probe)
-        u = observe.second_vectors([x.shape for x in diff], probe.seed)
+        u = observe.second_vectors([x.shape for x in diff], probe.seed, probe.dtype)
         names = _diff_names(probe, inputs) + ["grad_output"]
         targets = [*diff, v]
         expected = torch.autograd.grad(list(ref_grads), targets, u, allow_unused=True)
-        expected = [e if e is not None else torch.zeros_like(t) for e, t in zip(expected, targets)]
-        received = second["grads"]
+        expected = [e if e is not None else torch.zeros_like(t) for e, t in _pairs(expected, targets)]
+        received = _complete(judge, probe, second["grads"], len(targets), "second derivatives",
+                             "inputs and grad_output")
+        if not isinstance(obs["backward_source"], str):
+            judge.fail("observation_missing", probe, key="backward's source")
         cls = str(obs["forward"].get("node"))
-        for j, (name, e, r) in enumerate(zip(names, expected, received)):
+        for j, (name, e, r) in enumerate(_pairs(names, expected, received)):
             if r is None:
                 if bool(torch.all(e == 0)):
                     continue
@@ -293,46 +350,69 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
                 judge.fail(mistake, probe, name=name, where=f"d(your gradient)/d{name}", **fields)
             if not isinstance(r, torch.Tensor) or r.shape != e.shape:
                 judge.fail("second_derivative_wrong", probe, name=name, where=f"d(your gradient)/d{name}")
-            if dx.close(r, e):
+            if _close(probe, r, e):
                 continue
             if obs.get("sinh_extra_outputs_ignored"):
                 judge.fail("extra_output_gradients_ignored", probe, name=name)
+            _fail_if_float32_precision(judge, probe, e, r, name, f"d(your gradient)/d{name}")
             where, ev, rv = dx.worst_element(e, r)
-            others = [names[k] for k, ek in enumerate(expected) if k != j and dx.close(r, ek)]
+            others = [names[k] for k, ek in enumerate(expected) if k != j and _close(probe, r, ek)]
             backward_cls = ex.backward_classes[0] if ex.backward_classes else cls
             if others:
                 judge.fail("double_backward_wrong_order", probe, name=name, other=others[0], cls=backward_cls,
                            where=f"d(your gradient)/d{name} at {where}", expected=ev, received=rv)
             judge.fail("second_derivative_wrong", probe, name=name, where=f"d(your gradient)/d{name} at {where}",
                        expected=ev, received=rv)
-        if ex.backward_classes and any(node is None for node in first.get("backward_node", [])):
-            judge.fail("backward_not_through_function", probe, classes=" / ".join(ex.backward_classes))
+        # Right second derivatives without CubeBackward: the structure check alone costs the point.
         _judge_gradcheck(judge, probe, obs["gradgradcheck"], second=True)
     return "second derivatives match PyTorch's and gradgradcheck passes"
 
 
+def _raw_gradients_right(ex: Exercise, probe: Probe, obs: Obs) -> bool:
+    """Whether backward's raw gradients equal PyTorch's (so a structure finding can say the values are right)."""
+    try:
+        out = obs["forward"]["value"]
+        v = observe.grad_output(out.shape, probe.seed, probe.dtype)
+        expected = _reference_vjp(ex, probe.fresh(), v)
+        raw = list(obs["raw"]["grads"])[:len(probe.inputs)]
+        received = [g for g, x in _pairs(raw, probe.inputs) if isinstance(x, torch.Tensor)]
+        return len(received) == len(expected) and all(
+            isinstance(r, torch.Tensor) and _close(probe, r, e) for r, e in _pairs(received, expected))
+    except Exception:
+        return False
+
+
 def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> str:
     ex = judge.ex
-    for probe, obs in zip(probes, observations):
+    for probe, obs in _pairs(probes, observations):
         _output(judge, probe, obs["forward"])
-        attrs = obs["forward"].get("ctx_attrs", [])
+        attrs = dx.capped_names(obs["forward"].get("ctx_attrs", []))
         if attrs:
-            judge.fail("tensor_on_ctx", probe, cls=obs["forward"].get("node"), attrs=", ".join(attrs),
+            judge.fail("tensor_on_ctx", probe, cls=obs["forward"].get("node"), attrs=dx.name_list(attrs),
                        saved=int(obs["forward"].get("saved", 0)))
         _judge_raw(judge, probe, obs["raw"], values=False)  # values are the first-derivative check's job
         if ex.backward_classes:
-            nodes = obs.get("backward_nodes")
+            nodes = obs["backward_nodes"]
             if isinstance(nodes, dict) and "error" in nodes:
                 judge.fail_error(nodes["error"], probe)
-            for node in nodes or [None]:
+            nodes = _complete(judge, probe, nodes, len(_diff_names(probe, probe.inputs)), "backward nodes", "gradients")
+            for node in nodes:
                 if node is None:
-                    judge.fail("backward_not_through_function", probe, classes=" / ".join(ex.backward_classes))
-                if node["ctx_attrs"]:
-                    judge.fail("tensor_on_ctx", probe, cls=node["cls"], attrs=", ".join(node["ctx_attrs"]))
+                    right = _raw_gradients_right(ex, probe, obs)
+                    judge.fail("derivatives_right_not_through_function" if right else "backward_not_through_function",
+                               probe, classes=" / ".join(ex.backward_classes))
+                if dx.capped_names(node["ctx_attrs"]):
+                    judge.fail("tensor_on_ctx", probe, cls=node["cls"], attrs=dx.name_list(dx.capped_names(node["ctx_attrs"])))
     # After the per-probe checks: None for a non-tensor is the first thing to fix.
-    for probe, obs in zip(probes, observations):
-        for pattern_obs in obs.get("patterns", []):
-            _judge_pattern(judge, probe, pattern_obs)
+    if len(ex.input_names) > 1:
+        for probe, obs in _pairs(probes, observations):
+            wanted = observe.requires_grad_patterns(probe)
+            patterns = _complete(judge, probe, obs["patterns"], len(wanted), "requires-grad patterns", "probe")
+            for pattern, pattern_obs in _pairs(wanted, patterns):
+                if [int(i) for i in pattern_obs["pattern"]] != list(pattern):
+                    judge.fail("observation_missing", probe,
+                               key=f"the requires-grad pattern ({', '.join(probe.names[i] for i in pattern)})")
+                _judge_pattern(judge, probe, pattern_obs)
     return "a real custom Function; tensors saved with save_for_backward"
 
 
@@ -345,14 +425,16 @@ def _judge_pattern(judge: _Judge, probe: Probe, obs: Obs) -> None:
         judge.fail_error(obs["vjp"]["error"], probe)
     inputs = tuple(x.detach().clone().requires_grad_(i in pattern) if isinstance(x, torch.Tensor) else x
                    for i, x in enumerate(probe.inputs))
-    v = observe.grad_output(obs["forward"]["value"].shape, probe.seed)
+    v = observe.grad_output(obs["forward"]["value"].shape, probe.seed, probe.dtype)
     expected = _reference_vjp(judge.ex, inputs, v)
-    for name, e, r in zip(_diff_names(probe, inputs), expected, obs["vjp"]["grads"]):
-        if not isinstance(r, torch.Tensor) or not dx.close(r, e):
+    names = _diff_names(probe, inputs)
+    received = _complete(judge, probe, obs["vjp"]["grads"], len(names), "gradients", "inputs that require grad")
+    for name, e, r in _pairs(names, expected, received):
+        if not isinstance(r, torch.Tensor) or not _close(probe, r, e):
             judge.fail("needs_input_grad_wrong", probe, name=name, pattern=described)
     if "error" in obs["raw"]:
         judge.fail_error(obs["raw"]["error"], probe)
-    for name, x, g in zip(probe.names, inputs, obs["raw"]["grads"]):
+    for name, x, g in _pairs(probe.names, inputs, _raw_grads(judge, probe, obs["raw"])):
         if isinstance(x, torch.Tensor) and not x.requires_grad and g is not None:
             judge.fail("needs_input_grad_ignored", probe, name=name, cls=obs["raw"].get("cls"), pattern=described)
 
@@ -372,12 +454,13 @@ def judge(check: str, exercise: str, probes: list[Probe], observations: list[Obs
     """
     ex = get(exercise)
     judgment = _Judge(ex, check)
-    if len(observations) != len(probes):
-        judgment.fail("grader_error", error_type="ValueError", error="the observations do not match the probes")
+    _complete(judgment, None, observations, len(probes), "observations", "probes")
     try:
         return JUDGES[check](judgment, probes, observations)
     except CheckFailed:
         raise
+    except KeyError as missing:  # an observation without a fact the observer always records
+        judgment.fail("observation_missing", key=dx._short(str(missing), 80))
     except Exception as exc:  # malformed observations, or a bug of ours: a precise message, never a pass
         judgment.fail("grader_error", error_type=type(exc).__name__, error=dx._short(str(exc)))
 

@@ -50,6 +50,9 @@ class Finding:
 
     @property
     def hint(self) -> str:
+        # A hint that points at "the line shown above" has a variant for when no line is shown.
+        if not self.code and f"{self.mistake}_no_line" in messages.EN:
+            return self._format(messages.message(f"{self.mistake}_no_line").hint)
         return self._format(messages.message(self.mistake).hint)
 
     def render(self) -> str:
@@ -97,6 +100,14 @@ class CheckFailed(AssertionError):
 # --- numbers --------------------------------------------------------------------------------
 
 RTOL, ATOL = 1e-7, 1e-9
+RTOL32, ATOL32 = 1e-5, 1e-6  # float32 probes: ~100 float32 rounding steps of slack
+
+
+def tolerances(dtype: torch.dtype) -> dict[str, float]:
+    """rtol/atol for comparing results of a probe of ``dtype`` with PyTorch's."""
+    if dtype == torch.float64:
+        return {"rtol": RTOL, "atol": ATOL}
+    return {"rtol": RTOL32, "atol": ATOL32}
 
 
 def close(a: torch.Tensor, b: torch.Tensor, rtol: float = RTOL, atol: float = ATOL) -> bool:
@@ -107,15 +118,15 @@ def fmt_number(x: float) -> str:
     return f"{x:.6g}"
 
 
-def worst_element(expected: torch.Tensor, received: torch.Tensor) -> tuple[str, str, str]:
-    """(index, expected value, received value) at the largest difference."""
+def worst_element(expected: torch.Tensor, received: torch.Tensor, digits: int = 6) -> tuple[str, str, str]:
+    """(index, expected value, received value) at the largest difference, with ``digits`` significant digits."""
     diff = (expected.double() - received.double()).abs()
     flat = int(torch.argmax(diff.reshape(-1))) if diff.numel() else 0
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape)) if diff.dim() else ()
     e = expected.reshape(-1)[flat].item() if expected.numel() else float("nan")
     r = received.reshape(-1)[flat].item() if received.numel() else float("nan")
     where = "[" + ", ".join(map(str, index)) + "]" if index else "(scalar)"
-    return where, fmt_number(e), fmt_number(r)
+    return where, f"{e:.{digits}g}", f"{r:.{digits}g}"
 
 
 def _nice_factor(c: float) -> str:
@@ -132,21 +143,24 @@ def relate(
     received: torch.Tensor,
     *,
     without_grad_output: torch.Tensor | None = None,
+    rtol: float = RTOL,
+    atol: float = ATOL,
 ) -> tuple[str, dict[str, Any]]:
     """Name how ``received`` differs from ``expected`` (same shape), as (mistake id, fields)."""
     e, r = expected.double().detach(), received.double().detach()
-    if not bool(torch.all(e == 0)) and bool(torch.all(r.abs() < ATOL)):
+    tol = {"rtol": rtol, "atol": atol}
+    if not bool(torch.all(e == 0)) and bool(torch.all(r.abs() < atol)):
         return "zero_gradient", {}
-    if close(r, -e):
+    if close(r, -e, **tol):
         return "wrong_sign", {}
-    if without_grad_output is not None and close(r, without_grad_output.double()):
+    if without_grad_output is not None and close(r, without_grad_output.double(), **tol):
         return "forgot_grad_output", {}
     denom = float((e * e).sum())
     if denom > 0:
         c = float((r * e).sum()) / denom
-        if abs(c - 1) > 1e-6 and abs(c) > 1e-6 and close(r, c * e):
+        if abs(c - 1) > 1e-6 and abs(c) > 1e-6 and close(r, c * e, **tol):
             return "scaled_gradient", {"factor": _nice_factor(c)}
-    if e.dim() == 2 and e.shape[0] == e.shape[1] and close(r, e.t()):
+    if e.dim() == 2 and e.shape[0] == e.shape[1] and close(r, e.t(), **tol):
         return "transposed_gradient", {"received_shape": tuple(r.shape), "expected_shape": tuple(e.shape)}
     return "", {}
 
@@ -206,6 +220,9 @@ def _short(text: str, limit: int = 300) -> str:
 
 # --- why a second derivative is missing ----------------------------------------------------------
 
+MAX_CTX_ATTRS = 20  # tensor attributes of one ctx considered (a ctx holding 150k tensors is named by a few)
+MAX_SOURCE = 100_000  # characters of a backward's source scanned (a generated 2 MB source is not read further)
+
 SOURCE_PATTERNS: list[tuple[str, str]] = [
     # NumPy first: its idiom `.detach().numpy()` also contains a detach.
     (r"\.numpy\(|\bnp\.|numpy\.|\.item\(|\.tolist\(", "numpy_in_backward"),
@@ -221,10 +238,12 @@ def source_of(function: Any) -> str:
         return ""
 
 
-def tensor_attributes(ctx: Any) -> list[str]:
-    """Names of ctx attributes that hold tensors (directly or in a list/tuple/dict)."""
-    names = []
+def tensor_attributes(ctx: Any, limit: int = MAX_CTX_ATTRS) -> list[str]:
+    """Names of ctx attributes that hold tensors (directly or in a list/tuple/dict); the first ``limit``."""
+    names: list[str] = []
     for name, value in vars(ctx).items() if hasattr(ctx, "__dict__") else []:
+        if len(names) >= limit:
+            break
         values: Iterable[Any] = value.values() if isinstance(value, dict) else (
             value if isinstance(value, (list, tuple)) else (value,))
         if any(isinstance(v, torch.Tensor) for v in values):
@@ -232,13 +251,39 @@ def tensor_attributes(ctx: Any) -> list[str]:
     return names
 
 
+_SOURCE_SCAN = re.compile("|".join(
+    [r"\bctx\.(?P<attr>[^\W\d]\w*)"] + [f"(?P<k{k}>{pattern})" for k, (pattern, _) in enumerate(SOURCE_PATTERNS)]))
+
+
+def capped_names(names: Any, limit: int = MAX_CTX_ATTRS) -> list[str]:
+    """At most ``limit`` names, as strings (observations may hold anything)."""
+    if not isinstance(names, (list, tuple)):
+        return []
+    return [str(n)[:100] for n in names[:limit]]
+
+
+def name_list(names: list[str], shown: int = 5) -> str:
+    """'ctx.a, ctx.b and 3 more' for a message."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return ", ".join(names[:shown]) + f" and {len(names) - shown} more"
+
+
 def why_untracked_source(source: str, ctx_attributes: list[str]) -> tuple[str, dict[str, Any]]:
     """Name why autograd could not record a backward, from its source code and the tensors on its ctx
-    (used when a second derivative is missing)."""
-    used = [a for a in ctx_attributes if re.search(re.escape(a) + r"\b", source)] or ctx_attributes
+    (used when a second derivative is missing). One pass over at most MAX_SOURCE characters."""
+    attrs = capped_names(ctx_attributes)
+    used_names: set[str] = set()
+    kinds: set[int] = set()
+    for match in _SOURCE_SCAN.finditer(str(source)[:MAX_SOURCE]):
+        if match.group("attr") is not None:
+            used_names.add("ctx." + match.group("attr"))
+        else:
+            kinds.add(next(k for k in range(len(SOURCE_PATTERNS)) if match.group(f"k{k}") is not None))
+    used = [a for a in attrs if a in used_names] or attrs
     if used:
-        return "intermediates_on_ctx", {"attrs": ", ".join(used)}
-    for pattern, mistake in SOURCE_PATTERNS:
-        if re.search(pattern, source):
+        return "intermediates_on_ctx", {"attrs": name_list(used)}
+    for k, (_, mistake) in enumerate(SOURCE_PATTERNS):  # in the table's order: NumPy before detach
+        if k in kinds:
             return mistake, {}
     return "untracked_backward", {}

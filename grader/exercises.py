@@ -23,6 +23,12 @@ class Probe:
     inputs: tuple[Input, ...]
     names: tuple[str, ...]
     seed: int
+    note: str = ""  # how the call differs from the usual one, e.g. "called as apply(input, weight)"
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype of the probe's tensors (every tensor of a probe has the same)."""
+        return next((x.dtype for x in self.inputs if isinstance(x, torch.Tensor)), torch.float64)
 
     def describe(self) -> str:
         parts = []
@@ -31,7 +37,9 @@ class Probe:
                 parts.append(f"{name} {tuple(value.shape)}")
             else:
                 parts.append(f"{name}={value!r}")
-        return ", ".join(parts) + f" (float64, seed {self.seed})"
+        if self.note:
+            parts.append(self.note)
+        return ", ".join(parts) + f" ({str(self.dtype).removeprefix('torch.')}, seed {self.seed})"
 
     def fresh(self) -> tuple[Input, ...]:
         """Leaf copies of the inputs (same values), so each call builds its own graph."""
@@ -54,11 +62,15 @@ class Exercise:
     backward_classes: tuple[str, ...] = ()  # Functions that must compute the gradient itself (CubeBackward)
     default_shapes: tuple[Shape, ...] = ((3, 3),)
     notebook: str = "03_double_backward.ipynb"
+    # Probes every check adds after those of its shapes: float32, large values, other argument counts...
+    extra_probes: Callable[[int], list[Probe]] | None = None
 
-    def probes(self, shapes: Sequence[Shape], seed: int) -> list[Probe]:
+    def probes(self, shapes: Sequence[Shape], seed: int, extras: bool = True) -> list[Probe]:
         probes: list[Probe] = []
         for offset, shape in enumerate(shapes):
             probes.extend(self.make_probes(tuple(shape), seed * 1000 + offset))
+        if extras and self.extra_probes is not None:
+            probes.extend(self.extra_probes(seed * 1000 + 900))
         return probes
 
     def section(self, check: str, mistake: str = "") -> str:
@@ -85,6 +97,32 @@ def _unary(name: str) -> Callable[[Shape, int], list[Probe]]:
         return [Probe((_values(shape, seed).requires_grad_(),), (name,), seed)]
 
     return make
+
+
+def _in_dtype(probe: Probe, dtype: torch.dtype) -> Probe:
+    inputs = tuple(x.detach().to(dtype).requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x
+                   for x in probe.inputs)
+    return Probe(inputs, probe.names, probe.seed, probe.note)
+
+
+def _unary_extras(name: str, large: bool = False) -> Callable[[int], list[Probe]]:
+    """A float32 probe (a backward wrong only in float32 must not pass), and for exp |x| in [16, 18]."""
+
+    def make(seed: int) -> list[Probe]:
+        probes = [_in_dtype(_unary(name)((2, 3), seed)[0], torch.float32)]
+        if large:
+            probes.append(Probe((_values((4,), seed + 1, low=16.0, high=18.0).requires_grad_(),), (name,), seed + 1))
+        return probes
+
+    return make
+
+
+def _linear_extras(seed: int) -> list[Probe]:
+    """float32; `LinearFunction.apply(x, w)` with two arguments (its docstring promises it); out_features = 1."""
+    float32 = _in_dtype(_linear_probes((3, 4, 2), seed)[0], torch.float32)
+    x, w, _ = _linear_probes((3, 4, 2), seed + 1)[0].inputs
+    two_arguments = Probe((x, w), ("input", "weight"), seed + 1, "called as apply(input, weight), without bias")
+    return [float32, two_arguments, *_linear_probes((5, 3, 1), seed + 2)]
 
 
 def _linear_probes(shape: Shape, seed: int) -> list[Probe]:
@@ -128,6 +166,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "intermediates_on_ctx": (NB3, "4. Saving intermediate results: Sinh"),
     "extra_output_gradients_ignored": (NB3, "4. Saving intermediate results: Sinh"),
     "backward_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
+    "derivatives_right_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
     "double_backward_wrong_order": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
 }
 
@@ -142,6 +181,7 @@ EXERCISES: dict[str, Exercise] = {
             reference=torch.square,
             input_names=("x",),
             make_probes=_unary("x"),
+            extra_probes=_unary_extras("x"),
             sections={"default": "2. Saving inputs: Square"},
         ),
         Exercise(
@@ -152,6 +192,7 @@ EXERCISES: dict[str, Exercise] = {
             reference=torch.exp,
             input_names=("x",),
             make_probes=_unary("x"),
+            extra_probes=_unary_extras("x", large=True),
             sections={"default": "3. Saving outputs: Exp"},
         ),
         Exercise(
@@ -162,6 +203,7 @@ EXERCISES: dict[str, Exercise] = {
             reference=torch.sinh,
             input_names=("x",),
             make_probes=_unary("x"),
+            extra_probes=_unary_extras("x"),
             sections={"default": "4. Saving intermediate results: Sinh"},
         ),
         Exercise(
@@ -172,6 +214,7 @@ EXERCISES: dict[str, Exercise] = {
             reference=_cube,
             input_names=("x",),
             make_probes=_unary("x"),
+            extra_probes=_unary_extras("x"),
             sections={"default": "5. When backward is not tracked: Cube and CubeBackward"},
             backward_classes=("CubeBackward",),
         ),
@@ -183,6 +226,7 @@ EXERCISES: dict[str, Exercise] = {
             reference=F.linear,
             input_names=("input", "weight", "bias"),
             make_probes=_linear_probes,
+            extra_probes=_linear_extras,
             sections={"default": "12. Exercise: `LinearFunction` (graded, 6 points)"},
             default_shapes=((4, 3, 2),),
             notebook="02_custom_function.ipynb",

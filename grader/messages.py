@@ -458,6 +458,54 @@ EN.update({
         "Nothing to review."),
 })
 
+# The trusted judge received less (or more) than it needs: never scored.
+EN.update({
+    "incomplete_observations": Message(
+        "the grader received {n_received} {what} for {n_expected} {per}: incomplete observations are never scored.",
+        "This is not about your answer: re-run your notebook from the top without changing the grader; "
+        "if this message stays, tell your instructor.",
+    ),
+    "judge_budget": Message(
+        "not judged: judging this notebook took longer than {seconds:g} s, so the remaining checks fail",
+        "This is not about your answer's values: make your notebook's cells small and fast (no huge generated "
+        "code or data), then re-run it; if this stays, tell your instructor.",
+    ),
+    "raised_error_no_line": Message(
+        "your code raised {error_type} while {stage}: {error}",
+        "Find where your code does this in the answer cell `{exercise}`, fix it and re-run that cell before "
+        "this check.",
+    ),
+    "derivatives_right_not_through_function": Message(
+        "your gradient is right, but it is not computed by your {classes}.",
+        "The exercise is to delegate the gradient to the second Function: Cube.backward must return "
+        "CubeBackward.apply(grad_out, x), so that the gradient has a backward of its own.",
+    ),
+    "not_found_cell_raised": Message(
+        "✗ could not check `{entry}`: the cell defining `{name}` raised {error}{at}: fix that error first",
+        "Fix that cell, run it again, then run this check."),
+    "not_found_earlier_cell_raised": Message(
+        "✗ could not check `{entry}`: `{name}` is not defined, and an earlier cell raised {error}{at}: "
+        "fix that error first",
+        "Fix that cell, run the notebook from the top, then run this check."),
+    "gradient_dtype_upcast": Message(
+        "the gradient for `{name}` is {received_dtype} but `{name}` is {expected_dtype}: your backward works in "
+        "another dtype than its inputs (autograd converts the result back silently).",
+        "Compute backward in the dtype of the saved tensors and grad_output: no `.double()` / `.float()`, and no "
+        "tensors created with a fixed dtype; use `torch.ones_like(x)` or plain Python numbers.",
+    ),
+    "float32_precision": Message(
+        "the result for `{name}` is right only to float32 precision (about 7 digits): backward computes in "
+        "float32 somewhere and converts back.",
+        "Keep every step in the dtype of the inputs: no `.float()`, `torch.float32` tensors or NumPy float32 "
+        "arrays inside backward.",
+    ),
+    "observation_missing": Message(
+        "the grader received no observation of {key}: incomplete observations are never scored.",
+        "This is not about your answer: re-run your notebook from the top without changing the grader; "
+        "if this message stays, tell your instructor.",
+    ),
+})
+
 TABLES: Mapping[str, Mapping[str, Message]] = {"en": EN}
 LANGUAGE = "en"
 

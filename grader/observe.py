@@ -23,14 +23,14 @@ from .exercises import Exercise, Probe, _values
 Obs = dict[str, Any]
 
 
-def grad_output(shape: Sequence[int], seed: int) -> torch.Tensor:
-    """The grad_output (v) every check uses for a probe; the judge rebuilds the same one."""
-    return _values(tuple(shape), seed + 7)
+def grad_output(shape: Sequence[int], seed: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """The grad_output (v) every check uses for a probe, in the probe's dtype; the judge rebuilds the same one."""
+    return _values(tuple(shape), seed + 7).to(dtype)
 
 
-def second_vectors(shapes: Sequence[Sequence[int]], seed: int) -> list[torch.Tensor]:
+def second_vectors(shapes: Sequence[Sequence[int]], seed: int, dtype: torch.dtype = torch.float64) -> list[torch.Tensor]:
     """The vectors (u) that second-derivative checks contract the gradients with."""
-    return [_values(tuple(s), seed + 13 + k) for k, s in enumerate(shapes)]
+    return [_values(tuple(s), seed + 13 + k).to(dtype) for k, s in enumerate(shapes)]
 
 
 def error_info(exc: BaseException, stage: str) -> Obs:
@@ -147,15 +147,25 @@ def _tensor_closure(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> Callable
     return closure
 
 
+def output_zeros(node: Any) -> list[Any] | None:
+    """A zero gradient for every output of the Function that made ``node`` (None if torch does not say)."""
+    try:
+        return [torch.zeros(tuple(m.shape), dtype=m.dtype, device=m.device) for m in node._input_metadata]
+    except Exception:
+        return None
+
+
 def raw_backward(probe: Probe, out: torch.Tensor, node: Any, v: torch.Tensor) -> Obs:
     """Call the student's backward directly, before the engine sums or casts what it returns."""
     cls = node_class(node)
-    try:
-        outputs = cls.apply(*probe.fresh())  # to learn how many outputs the Function has
-    except Exception as exc:
-        return {"error": error_info(exc, "running forward")}
-    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-    grads: list[Any] = [torch.zeros_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
+    grads = output_zeros(node)  # one per output, from the Function's own node: its apply may be wrapped
+    if grads is None:
+        try:
+            outputs = cls.apply(*probe.fresh())  # to learn how many outputs the Function has
+        except Exception as exc:
+            return {"error": error_info(exc, "running forward")}
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        grads = [torch.zeros_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
     grads[out.output_nr if out.grad_fn is node else 0] = v
     try:
         with torch.no_grad():
@@ -172,6 +182,8 @@ FAST_MODE_ABOVE = 64  # elements: slow-mode gradcheck grows with size², fast mo
 def run_gradcheck(fn: Callable[..., Any], inputs: tuple[Any, ...], second: bool) -> Obs:
     check = torch.autograd.gradgradcheck if second else torch.autograd.gradcheck
     tensors = tuple(_differentiable(inputs))
+    if any(t.dtype != torch.float64 for t in tensors):  # finite differences need float64: the judge skips these
+        return {"ok": True, "skipped": "not float64"}
     fast = sum(t.numel() for t in tensors) > FAST_MODE_ABOVE
     try:
         check(_tensor_closure(fn, inputs), tensors, raise_exception=True, fast_mode=fast)
@@ -194,7 +206,7 @@ def first_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs
     result, out, node = _begin(ex, fn, inputs)
     if out is None:
         return result
-    v = grad_output(out.shape, probe.seed)
+    v = grad_output(out.shape, probe.seed, probe.dtype)
     result["raw"] = raw_backward(probe, out, node, v)
     if "error" in result["raw"]:
         return result
@@ -227,7 +239,7 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Ob
         return result
     cls = node_class(node)
     result["backward_source"] = dx.source_of(cls.backward)
-    v = grad_output(out.shape, probe.seed).requires_grad_()
+    v = grad_output(out.shape, probe.seed, probe.dtype).requires_grad_()
     diff = _differentiable(inputs)
     try:
         grads = torch.autograd.grad(out, diff, v, create_graph=True, allow_unused=True)
@@ -241,7 +253,7 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Ob
         first["backward_node_sources"] = [dx.source_of(node_class(n).backward) if n is not None else "" for n in backward_nodes]
         first["backward_node_ctx_attrs"] = [dx.tensor_attributes(n) if n is not None else [] for n in backward_nodes]
     result["first"] = first
-    u = second_vectors([x.shape for x in diff], probe.seed)  # a gradient has its input's shape
+    u = second_vectors([x.shape for x in diff], probe.seed, probe.dtype)  # a gradient has its input's shape
     tracked = [(g, uk) for g, uk in zip(grads, u) if g is not None and g.requires_grad]
     targets = [*diff, v]
     try:
@@ -263,7 +275,7 @@ def _pattern_observation(ex: Exercise, fn: Callable[..., Any], probe: Probe, pat
     result, out, node = _begin(ex, fn, inputs, pattern=list(pattern))
     if out is None:
         return result
-    v = grad_output(out.shape, probe.seed)
+    v = grad_output(out.shape, probe.seed, probe.dtype)
     try:
         grads = torch.autograd.grad(out, _differentiable(inputs), v, allow_unused=True, retain_graph=True)
     except Exception as exc:
@@ -273,13 +285,20 @@ def _pattern_observation(ex: Exercise, fn: Callable[..., Any], probe: Probe, pat
     cls = node_class(node)
     try:
         with torch.no_grad():
-            raw = type(node).apply(node, v)  # the student's backward (graph retained above: saved tensors still there)
+            raw = type(node).apply(node, *_one_hot(node, out, v))  # the student's backward via torch's guarded entry; graph retained
     except Exception as exc:
         result["raw"] = {"error": error_info(exc, f"calling {cls.__name__}.backward")}
         return result
     raw = raw if isinstance(raw, tuple) else (raw,)
     result["raw"] = {"cls": cls.__name__, "grads": _grads(raw)}
     return result
+
+
+def _one_hot(node: Any, out: torch.Tensor, v: torch.Tensor) -> list[Any]:
+    """backward's arguments: ``v`` for ``out``, zeros for the Function's other outputs."""
+    grads = output_zeros(node) or [None]
+    grads[out.output_nr if out.grad_fn is node and out.output_nr < len(grads) else 0] = v
+    return grads
 
 
 def requires_grad_patterns(probe: Probe) -> list[tuple[int, ...]]:
@@ -293,7 +312,7 @@ def structure(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
     result, out, node = _begin(ex, fn, inputs)
     if out is None:
         return result
-    v = grad_output(out.shape, probe.seed)
+    v = grad_output(out.shape, probe.seed, probe.dtype)
     result["raw"] = raw_backward(probe, out, node, v)
     if ex.backward_classes and "error" not in result["raw"]:
         try:

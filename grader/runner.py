@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from .pool import Pool
 
 DEFAULT_TIMEOUT = 300.0  # seconds for a whole notebook
+JUDGE_SECONDS = float(os.environ.get("GRADER_JUDGE_SECONDS", "20"))  # trusted judging time per notebook
 OUTPUT_LIMIT = 1_000_000  # bytes of the child's stdout/stderr kept (the rest is dropped, not buffered)
 
 
@@ -185,13 +187,18 @@ def _course_roots(*paths: Path | None) -> list[Path]:
 
 def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = DEFAULT_TIMEOUT,
                 allow_unsandboxed: bool = False, hide: list[Path] = (),  # type: ignore[assignment]
-                pool: "Pool | None" = None) -> NotebookResult:
-    """Grade prepared cells: in ``pool`` if given (fast), else in a sandbox of their own."""
+                pool: "Pool | None" = None, judge_seconds: float | None = None) -> NotebookResult:
+    """Grade prepared cells: in ``pool`` if given (fast), else in a sandbox of their own.
+
+    Judging (here, in the trusted process) has ``judge_seconds`` per notebook (default ``JUDGE_SECONDS``,
+    env ``GRADER_JUDGE_SECONDS``): checks not judged within it fail, never pass."""
     started = time.monotonic()
     result = NotebookResult(name, tests_from)
     reported, problem, restored, flags = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
     names = {(c.index if c.index >= 0 else ("missing", c.grade_id)): c.grade_id or f"cell {c.index + 1}" for c in cells}
     result.flags = [{"cell": str(names.get(key, "?")), "what": what} for key, what in flags]
+    budget = JUDGE_SECONDS if judge_seconds is None else float(judge_seconds)
+    deadline = time.monotonic() + budget
     for cell in cells:
         if not cell.graded:
             continue
@@ -206,7 +213,12 @@ def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = 
             result.cells.append(CellResult(cell.grade_id, 0.0, cell.points, "not run", reason,
                                            [{"mistake": "not_run", "title": reason, "hidden": False}]))
             continue
-        ok, message, findings = _judge_cell(cell, entry)
+        if time.monotonic() > deadline:
+            reason = say("judge_budget", seconds=budget)
+            result.cells.append(CellResult(cell.grade_id, 0.0, cell.points, "failed", reason,
+                                           [{"mistake": "judge_budget", "title": reason, "hidden": False}]))
+            continue
+        ok, message, findings = _judge_cell(cell, entry, _failed_before(cell, cells, reported))
         result.cells.append(CellResult(cell.grade_id, cell.points if ok else 0.0, cell.points,
                                        "passed" if ok else "failed", message, findings))
     result.problem = problem
@@ -215,7 +227,48 @@ def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = 
     return result
 
 
-def _judge_cell(cell: Cell, entry: dict[str, Any]) -> tuple[bool, str, list[dict[str, Any]]]:
+def _failed_before(test: Cell, cells: list[Cell], reported: dict[Any, dict[str, Any]]) -> list[tuple[Cell, dict[str, Any]]]:
+    """The code cells before ``test`` that raised, in order, with the error the sandbox reported for each."""
+    failed = []
+    for cell in cells:
+        if cell is test:
+            break
+        error = reported.get(("raised", cell.index))
+        if not cell.graded and cell.index >= 0 and error:
+            failed.append((cell, error))
+    return failed
+
+
+def _defines(source: str, name: str) -> bool:
+    import re
+
+    pattern = rf"^[ \t]*(?:(?:async[ \t]+)?def|class)[ \t]+{re.escape(name)}\b|^[ \t]*{re.escape(name)}[ \t]*(?::[^=\n]*)?="
+    return re.search(pattern, source[:200_000], re.M) is not None
+
+
+def _not_found(call: testcells.CheckCall, error: Any, failed: list[tuple[Cell, dict[str, Any]]]) -> tuple[str, str]:
+    """(mistake, sentence) for a function under test the sandbox could not find. When a code cell before the test
+    cell raised, its error (and line) is the real cause: say that, not 'did you rename or delete it?'."""
+    name = call.entry.split(".", 1)[0]
+    if failed and str(error).startswith("NameError") and f"'{name}'" in str(error):
+        definer = [(c, e) for c, e in failed if _defines(c.source, name)]
+        cell, raised = (definer or failed)[-1]
+        line, code = raised.get("line"), raised.get("code")
+        at = ""
+        if isinstance(line, int) and not isinstance(line, bool):
+            at = f" at line {line}" + (f": `{_clip(code, 200)}`" if isinstance(code, str) and code.strip() else "")
+        key = "not_found_cell_raised" if definer else "not_found_earlier_cell_raised"
+        return "cell_raised", say(key, entry=call.entry, name=name, error=_clip(raised.get("error"), 300), at=at)
+    return "not_found", say("not_found", entry=call.entry, error=error)
+
+
+def _clip(text: Any, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _judge_cell(cell: Cell, entry: dict[str, Any], failed: list[tuple[Cell, dict[str, Any]]] = ()  # type: ignore[assignment]
+                ) -> tuple[bool, str, list[dict[str, Any]]]:
     """A test cell passes when all its check calls pass; its message has one verdict per call."""
     calls = entry.get("calls")
     if not isinstance(calls, list) or len(calls) != len(cell.calls):
@@ -226,7 +279,7 @@ def _judge_cell(cell: Cell, entry: dict[str, Any]) -> tuple[bool, str, list[dict
     passed, seen = True, set()
     for call, answer in zip(cell.calls, calls):
         label = "[hidden check, other inputs] " if call.hidden else ""
-        ok, text, finding = _judge_call(call, answer)
+        ok, text, finding = _judge_call(call, answer, failed)
         passed = passed and ok
         if finding is not None:
             findings.append({**finding, "hidden": call.hidden})
@@ -236,7 +289,9 @@ def _judge_cell(cell: Cell, entry: dict[str, Any]) -> tuple[bool, str, list[dict
     return passed, "\n".join(lines), findings
 
 
-def _judge_call(call: testcells.CheckCall, answer: Any) -> tuple[bool, str, dict[str, Any] | None]:
+def _judge_call(call: testcells.CheckCall, answer: Any,
+                cells_failed: list[tuple[Cell, dict[str, Any]]] = ()  # type: ignore[assignment]
+                ) -> tuple[bool, str, dict[str, Any] | None]:
     """One check call: (passed, its ✓ line or its diagnosis, the finding if it failed).
     Never passes on malformed observations."""
     from . import basics, checks
@@ -247,7 +302,7 @@ def _judge_call(call: testcells.CheckCall, answer: Any) -> tuple[bool, str, dict
 
     if not isinstance(answer, dict) or "observations" not in answer:
         error = answer.get("error") if isinstance(answer, dict) else "no answer"
-        return failed("not_found", say("not_found", entry=call.entry, error=error))
+        return failed(*_not_found(call, error, cells_failed))
     try:
         observations = wire.decode(answer["observations"])
         if call.module == "checks":
@@ -335,7 +390,9 @@ def _run_unsandboxed(scratch: Path, env: dict[str, str], timeout: float) -> tupl
     return "\n".join(inbox.lines).encode(), outcome
 
 
-RESULTS_LIMIT = 8_000_000  # bytes of results read from the sandbox (grader.channel caps them there too)
+RESULTS_LIMIT = 4_000_000  # bytes of results read from the sandbox (a whole course notebook writes ~150 kB)
+LINES_PER_CELL = 4  # result lines read per planned cell (the child writes two: start, then done or observed)
+EXTRA_LINES = 64
 
 
 def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
@@ -347,7 +404,13 @@ def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
     restored: list[str] = []
     flags: list[tuple[Any, str]] = []
     text = data[:RESULTS_LIMIT].decode("utf-8", errors="replace")
-    for line in text.splitlines():
+    lines_left = LINES_PER_CELL * len(keys) + EXTRA_LINES  # beyond that, lines are spam: not read
+    for line in io.StringIO(text):
+        if not line.strip():
+            continue
+        lines_left -= 1
+        if lines_left < 0:
+            break
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
@@ -369,8 +432,9 @@ def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
             restored += [str(r) for r in entry.get("restored", []) if isinstance(r, str)]
             running = None
         elif entry.get("event") == "done":
-            reported.setdefault(("done", key), entry)
             running = None
+            if entry.get("error") and isinstance(entry.get("error"), str):  # the cell raised: kept for diagnoses
+                reported[("raised", key)] = {k: entry.get(k) for k in ("error", "line", "code")}
     problem = ""
     if outcome.stopped or outcome.returncode not in (0, None):
         reason = outcome.reason or say("reason_early")

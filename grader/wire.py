@@ -15,7 +15,9 @@ DTYPES = {
     "float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
     "int64": torch.int64, "int32": torch.int32, "bool": torch.bool,
 }
-MAX_ELEMENTS = 1_000_000  # per observation; probes are tiny
+MAX_ELEMENTS = 1_000_000  # tensor elements per decoded value; probes are tiny
+MAX_ITEMS = 100_000  # list items and dict entries per decoded value (the observer records a few hundred)
+MAX_TEXT = 4_000_000  # characters of strings and keys per decoded value
 MAX_DEPTH = 32
 
 
@@ -40,18 +42,30 @@ def encode(obj: Any) -> Any:
 
 
 def decode(obj: Any, _depth: int = 0, _budget: list[int] | None = None) -> Any:
-    budget = _budget if _budget is not None else [MAX_ELEMENTS]
+    budget = _budget if _budget is not None else [MAX_ELEMENTS, MAX_ITEMS, MAX_TEXT]
     if _depth > MAX_DEPTH:
         raise WireError("observation nested too deeply")
     if isinstance(obj, dict):
         if "__tensor__" in obj:
             return _tensor(obj, budget)
+        _spend(budget, len(obj), sum(len(str(k)) for k in obj))
         return {str(k): decode(v, _depth + 1, budget) for k, v in obj.items()}
     if isinstance(obj, list):
+        _spend(budget, len(obj), 0)
         return [decode(v, _depth + 1, budget) for v in obj]
-    if obj is None or isinstance(obj, (bool, int, float, str)):
+    if isinstance(obj, str):
+        _spend(budget, 0, len(obj))
+        return obj
+    if obj is None or isinstance(obj, (bool, int, float)):
         return obj
     raise WireError(f"unexpected value of type {type(obj).__name__}")
+
+
+def _spend(budget: list[int], items: int, chars: int) -> None:
+    budget[1] -= items
+    budget[2] -= chars
+    if budget[1] < 0 or budget[2] < 0:
+        raise WireError(f"observation too large (more than {MAX_ITEMS:,} items or {MAX_TEXT:,} characters)")
 
 
 def _tensor(obj: dict[str, Any], budget: list[int]) -> torch.Tensor:
