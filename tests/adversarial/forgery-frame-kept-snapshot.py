@@ -1,7 +1,7 @@
 # notebook: 03_double_backward.ipynb
 # cell: square
 # others: solution
-# expect: square=2 exp=6 sinh=6 cube=6
+# expect: square=0 exp=0 sinh=0 cube=0
 # bound: 15
 # class: forgeries
 # flagged: square
@@ -10,6 +10,7 @@
 #      torch.autograd.grad (the gradient of x**2 whenever the output comes from Square) and gradcheck /
 #      gradgradcheck that always pass. On the old code: square=6 (full marks), nothing flagged (restored lists
 #      torch.autograd.grad as "put back": the grader believes it undid a patch it made itself).
+#      Now: the frame walk is flagged, and every check observed after it scores 0.
 import sys
 
 _real_grad = torch.autograd.grad

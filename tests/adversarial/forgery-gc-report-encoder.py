@@ -1,7 +1,7 @@
 # notebook: 03_double_backward.ipynb
 # cell: square
 # others: solution
-# expect: square=2 exp=6 sinh=6 cube=6
+# expect: square=0 exp=0 sinh=0 cube=0
 # bound: 15
 # class: forgeries
 # flagged: square
@@ -9,6 +9,7 @@
 #      and the closure's `encode` cell is replaced by an encoder that, for square's test cells, encodes
 #      observations of another (right) Function made with the plan's own check calls. restore() guards module
 #      attributes and function code, not closure cells. On the old code: square=6 (full marks), nothing flagged.
+#      Now: the gc walk is flagged, and every check observed after it scores 0.
 import gc
 import types
 

@@ -1,7 +1,8 @@
 # notebook: all
 # cell: linear square cube
 # others: solution
-# expect: vjp=3 accumulate=4 secondderiv=3 linear=6 square=2 exp=6 sinh=6 cube=6
+# expect: vjp=3 accumulate=4 secondderiv=3 linear=0 square=2 exp=6 sinh=6 cube=0
+# flagged: linear cube
 # bound: 20
 # class: pid1-ptrace
 # why: a wrong backward (the sign); the last answer cell compiles a ptrace injector with the sandbox's gcc and
@@ -14,6 +15,7 @@
 #      square answer it finds there (pid1-z8-accomplice too). The takeover runs in notebook 02 as well
 #      (linear's answer cell, after the instructor's answer) so that both workers of the pool are taken.
 #      On the old code: square=6 (full marks), pid 1 taken over, the accomplices copied an honest Square.
+#      Now: ptrace is refused (seccomp), pid 1 is the worker itself; the frame and ctypes use are flagged, the checks after them score 0.
 # %% cell: linear
 # <solution>
 import json as _json

@@ -1,7 +1,8 @@
 # notebook: 03_double_backward.ipynb
 # cell: square cube
 # others: solution
-# expect: square=2 exp=6 sinh=6 cube=6
+# expect: square=2 exp=6 sinh=6 cube=0
+# flagged: cube
 # bound: 15
 # class: pid1-stdout
 # why: a wrong backward (the sign); in the last answer cell, the task (its id and plan) is read from the
@@ -12,6 +13,7 @@
 #      is read as the answer to the next notebook given to that worker (wrong id: "the grading worker died",
 #      all its points lost). On the old code: square=6 (full marks) and the next notebook on that worker
 #      scored 0.
+#      Now: /proc/1/fd/1 cannot be opened (pid 1 is the worker, not dumpable); the frame walk is flagged, the checks after it score 0.
 # %% cell: square
 class Square(torch.autograd.Function):
     @staticmethod
