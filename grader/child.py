@@ -188,7 +188,7 @@ def resolve(entry: str, namespace: dict[str, Any]) -> Any:
 def observe_call(call: dict[str, Any], namespace: dict[str, Any], after: Callable[[], Any] | None = None) -> list[dict[str, Any]]:
     fn = resolve(call["entry"], namespace)
     if after is not None:
-        fn = _guarded(fn, after)
+        fn = _guarded(fn, [after])
     kwargs = dict(call["kwargs"])
     if call["module"] == "checks":
         ex = get(kwargs.pop("exercise"))
@@ -197,14 +197,19 @@ def observe_call(call: dict[str, Any], namespace: dict[str, Any], after: Callabl
     return basics.observe(call["check"], fn, **kwargs)
 
 
-def _guarded(fn: Any, after: Callable[[], Any]) -> Any:
+def _guarded(fn: Any, current: list[Any]) -> Any:
+    """``fn`` that runs ``current[0]`` (the restore, or None) after it returns. ``current[0]`` is read before
+    ``fn`` runs: the student's code inside cannot switch the guard off for that call."""
     def guarded(*args: Any, **kwargs: Any) -> Any:
+        after = current[0]
         try:
             return fn(*args, **kwargs)
         finally:
-            after()
+            if after is not None:
+                after()
 
     guarded.__name__ = getattr(fn, "__name__", "your function")
+    guarded.__doc__ = getattr(fn, "__doc__", None)
     guarded.__wrapped__ = fn  # type: ignore[attr-defined]
     return guarded
 
@@ -212,38 +217,11 @@ def _guarded(fn: Any, after: Callable[[], Any]) -> Any:
 def _install_function_guards(current: list[Any]) -> list[Any]:
     """Wrap torch's entry points into a custom Function's code (apply → forward, the engine → backward, forward
     mode → jvp) so that, during an observation, every return from student code runs ``current[0]`` (the
-    restore). ``current[0]`` is read before the student's code runs: it cannot switch the guard off for
-    that call, and the restore switches it back on for the next. Returns the wrappers (guarded themselves)."""
+    restore, which switches the guard back on for the next call). Returns the wrappers (guarded themselves)."""
     Function, Backward = autograd_function.Function, autograd_function.BackwardCFunction
-    apply_forward = Function.__dict__["apply"].__func__
-    apply_backward = Backward.__dict__["apply"]
-    apply_jvp = Backward.__dict__["apply_jvp"]
-
-    def forward(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        after = current[0]
-        try:
-            return apply_forward(cls, *args, **kwargs)
-        finally:
-            if after is not None:
-                after()
-
-    def backward(self: Any, *args: Any) -> Any:
-        after = current[0]
-        try:
-            return apply_backward(self, *args)
-        finally:
-            if after is not None:
-                after()
-
-    def jvp(self: Any, *args: Any) -> Any:
-        after = current[0]
-        try:
-            return apply_jvp(self, *args)
-        finally:
-            if after is not None:
-                after()
-
-    forward.__doc__, backward.__doc__ = apply_forward.__doc__, apply_backward.__doc__
+    forward = _guarded(Function.__dict__["apply"].__func__, current)
+    backward = _guarded(Backward.__dict__["apply"], current)
+    jvp = _guarded(Backward.__dict__["apply_jvp"], current)
     Function.apply = classmethod(forward)  # type: ignore[method-assign,assignment]
     Backward.apply = backward  # type: ignore[method-assign]
     Backward.apply_jvp = jvp  # type: ignore[method-assign]

@@ -267,10 +267,10 @@ def test_results_beyond_the_limits_are_not_read():
     assert runner.RESULTS_LIMIT <= 8_000_000
     cells = [runner.Cell(0, "", "square-forward", 1.0, True)]
     observed = (json.dumps({"event": "observed", "index": 0, "calls": []}) + "\n").encode()
-    reported, _, _ = runner._read_results(observed, {0: 0}, cells, _outcome())
+    reported, _, _, _ = runner._read_results(observed, {0: 0}, cells, _outcome())
     assert 0 in reported
     spam = b"{}\n" * 10_000  # more lines than the plan can explain: what follows is not read
-    reported, _, _ = runner._read_results(spam + observed, {0: 0}, cells, _outcome())
+    reported, _, _, _ = runner._read_results(spam + observed, {0: 0}, cells, _outcome())
     assert 0 not in reported
 
 
@@ -283,7 +283,7 @@ def test_checks_not_judged_within_the_notebooks_time_budget_fail(monkeypatch):
                          [runner.testcells.CheckCall("checks", "forward", "Square.apply", {"exercise": "square"})])
              for k in range(4)]
     reported = {k: {"event": "observed", "index": k, "calls": [{"observations": []}]} for k in range(4)}
-    monkeypatch.setattr(runner, "_execute", lambda *a, **k: (reported, "", []))
+    monkeypatch.setattr(runner, "_execute", lambda *a, **k: (reported, "", [], []))
 
     def slow_pass(call, answer, *rest):
         time.sleep(0.2)
