@@ -127,7 +127,7 @@ def available() -> tuple[bool, str]:
     except Exception as exc:  # SeccompUnavailable, or a libseccomp that cannot compile the policy
         return False, str(exc)
     identity = host_identity()
-    for path in default_exposed():
+    for path in [*default_exposed(), trusted_package()]:
         unreadable = _unreadable_by(path, identity)
         if unreadable:
             who = f"the sandbox user (uid {identity[0]})" if identity else "this user"
@@ -384,7 +384,7 @@ def setup_host() -> int:
         else:
             print(f"==> created the unprivileged user {SANDBOX_USER}: student code runs as it, never as root")
     identity = host_identity()
-    for path in default_exposed():
+    for path in [*default_exposed(), trusted_package()]:
         for _ in range(len(path.parts)):
             blocked = _unreadable_by(path, identity)
             if not blocked:
