@@ -18,7 +18,7 @@ How the observations stay the observer's, with untrusted code in the same proces
   re-patches ``torch.autograd.grad`` mid-observation changes nothing the observer uses.
 - **What cannot be blocked inside one process is made visible.** An audit hook (``sys.addaudithook``:
   it cannot be removed) reports what no honest answer needs, as a flag for the instructor: ``gc`` walks,
-  frames of student or grader code, ctypes, sockets, descriptor files under /proc, threads, trace hooks,
+  frames of student or grader code, ctypes, sockets, other processes' files under /proc, trace hooks,
   new audit hooks. The trusted side scores the checks observed from then on 0 and lists the flag.
 
 This process decides nothing: the trusted side judges.
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import _socket
 import builtins
+import io
 import json
 import operator
 import os
@@ -162,6 +163,87 @@ def _set(owner: Any, key: str, value: Any) -> None:
         vars(owner)[key] = value
 
 
+CELL_OUTPUT_BYTES = 256_000  # what one cell's outputs may take (text and images); the rest is cut, with a note
+NOTEBOOK_OUTPUT_BYTES = 2_000_000  # all cells of a notebook
+KEPT_MIMETYPES = ("text/plain", "image/png", "image/jpeg", "image/svg+xml", "text/latex")  # never student HTML
+
+
+class Outputs:
+    """What the student's cells show, as nbformat outputs (stdout, stderr, rich display data, errors with
+    their traceback), in order and capped, so that autograded notebooks carry them as stock nbgrader's do.
+    Installed on the shell once: its streams, display publisher, display hook and traceback printer."""
+
+    def __init__(self, shell: Any) -> None:
+        self.cell: list[dict[str, Any]] = []
+        self.size = 0
+        self.total = 0
+        self.cut = False
+        shell.display_pub.publish = self._publish
+        shell.displayhook.write_output_prompt = lambda: None
+        shell.displayhook.write_format_data = self._result
+        shell._showtraceback = self._error
+        self.stdout, self.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
+
+    def begin(self) -> None:
+        self.cell, self.size, self.cut = [], 0, False
+
+    def _room(self, size: int) -> bool:
+        if self.size + size > CELL_OUTPUT_BYTES or self.total + size > NOTEBOOK_OUTPUT_BYTES:
+            if not self.cut:
+                self.cut = True
+                self.cell.append({"output_type": "stream", "name": "stderr",
+                                  "text": "[more output not kept: the grader keeps at most "
+                                          f"{CELL_OUTPUT_BYTES // 1000} kB per cell and "
+                                          f"{NOTEBOOK_OUTPUT_BYTES // 1000_000} MB per notebook]\n"})
+            return False
+        self.size += size
+        self.total += size
+        return True
+
+    def stream(self, name: str, text: str) -> None:
+        if not text or not self._room(len(text)):
+            return
+        last = self.cell[-1] if self.cell else None
+        if last and last["output_type"] == "stream" and last["name"] == name:
+            last["text"] += text
+        else:
+            self.cell.append({"output_type": "stream", "name": name, "text": text})
+
+    def _data(self, data: dict[str, Any]) -> dict[str, str] | None:
+        kept = {k: v for k, v in data.items() if k in KEPT_MIMETYPES and isinstance(v, str)}
+        if not kept or not self._room(sum(len(v) for v in kept.values())):
+            return None
+        return kept
+
+    def _publish(self, data: dict[str, Any], metadata: Any = None, *args: Any, **kwargs: Any) -> None:
+        kept = self._data(dict(data or {}))
+        if kept:
+            self.cell.append({"output_type": "display_data", "data": kept, "metadata": {}})
+
+    def _result(self, data: dict[str, Any], metadata: Any = None) -> None:
+        kept = self._data(dict(data or {}))
+        if kept:
+            self.cell.append({"output_type": "execute_result", "data": kept, "metadata": {}, "execution_count": None})
+
+    def _error(self, etype: Any, evalue: Any, stb: list[str]) -> None:
+        lines = [str(line) for line in stb][-60:]  # the deepest frames
+        if self._room(sum(len(line) for line in lines)):
+            self.cell.append({"output_type": "error", "ename": getattr(etype, "__name__", str(etype)),
+                              "evalue": str(evalue)[:2000], "traceback": lines})
+
+
+class _Stream(io.TextIOBase):
+    def __init__(self, sink: Outputs, name: str) -> None:
+        self.sink, self.name = sink, name
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.sink.stream(self.name, str(text))
+        return len(text)
+
+
 def make_shell() -> Any:
     """The IPython shell cells run in (a worker makes it once, before forking); no history file."""
     from IPython.core.interactiveshell import InteractiveShell
@@ -239,6 +321,8 @@ def _cell_error(error: BaseException, source: str) -> dict[str, Any]:
             if frame.f_code.co_filename.startswith("<ipython-input-") or frame.f_code.co_filename.startswith("/tmp/ipykernel"):
                 line = lineno  # the deepest frame that is the cell itself
     lines = source.split("\n")
+    if line is not None:  # IPython drops a cell's leading blank lines before compiling it
+        line += next((k for k, text in enumerate(lines) if text.strip()), 0)
     if line is not None and 1 <= line <= len(lines):
         info["line"], info["code"] = line, lines[line - 1].strip()[:200]
     return info
@@ -301,13 +385,21 @@ def run(plan: list[dict[str, Any]], address: str) -> None:
 
     sys.addaudithook(audit)
     shell = make_shell()
+    outputs = Outputs(shell)
     for item in plan:
         position[0] = item["index"]
         report({"event": "start", "index": item["index"]})
         if item["kind"] == "code":
-            result = shell.run_cell(item["source"], store_history=False)
+            outputs.begin()
+            saved_streams = sys.stdout, sys.stderr
+            sys.stdout, sys.stderr = outputs.stdout, outputs.stderr
+            try:
+                result = shell.run_cell(item["source"], store_history=False)
+            finally:
+                sys.stdout, sys.stderr = saved_streams
             error = result.error_before_exec or result.error_in_exec
-            report({"event": "done", "index": item["index"], **(_cell_error(error, item["source"]) if error else {"error": ""})})
+            report({"event": "done", "index": item["index"], "outputs": outputs.cell,
+                    **(_cell_error(error, item["source"]) if error else {"error": ""})})
             continue
         reporting[0] = True  # our own calls: not flagged
         set_trace(None)  # no tracing or profiling hook of the notebook may watch or rewrite observing
@@ -355,8 +447,8 @@ def _suspicious(event: str, args: tuple[Any, ...]) -> str:
         return f"frame access ({args[1]})" if _is_student_file(caller) and not caller.startswith(GRADER_DIR) else ""
     if event == "open" and args:
         path = args[0]
-        if isinstance(path, int):
-            return "opening a file descriptor by number"
+        # (an open by descriptor number is not flagged: this process holds no descriptor of the grader's,
+        # and the standard library opens its own pipes that way, e.g. subprocess)
         text = os.fsdecode(path) if isinstance(path, (str, bytes)) else ""
         if text.startswith(PROC_DESCRIPTORS) and any(p in text for p in ("/fd", "/mem", "/map_files", "/task/")):
             return f"opening {text[:60]}"

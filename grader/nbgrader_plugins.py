@@ -451,17 +451,28 @@ def _unreadable_result(name: str, trusted: dict[str, Any], reason: str) -> Any:
 
 
 def _write_verdicts(nb: Any, result: Any) -> None:
-    """Each graded test cell's output becomes its verdict; nbgrader scores error outputs 0."""
+    """Each graded test cell's output becomes its verdict (nbgrader scores error outputs 0); every other code
+    cell gets what it showed in the sandbox (prints, errors, graphs), as stock nbgrader's Execute keeps them."""
+    from collections import defaultdict, deque
+
+    from . import outputs
     from .messages import say
 
     verdicts = {c.grade_id: c for c in result.cells}
+    shown: dict[str, deque] = defaultdict(deque)
+    for key, cell_outputs in getattr(result, "outputs", []):
+        shown[key].append(cell_outputs)
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if cell.cell_type != "code":
             continue
         cell.outputs = []
+        cell.execution_count = None
         verdict = verdicts.get(meta.get("grade_id")) if meta.get("grade") and not meta.get("solution") else None
         if verdict is None:
+            queue = shown.get(outputs.source_key(cell.source))
+            if queue:
+                cell.outputs = [nbformat.from_dict(o) for o in queue.popleft()]
             continue
         if verdict.status == "passed":
             cell.outputs.append(new_output("stream", name="stdout", text=verdict.message + "\n"))

@@ -53,7 +53,8 @@ class _Worker:
         self.pool = pool
         self.cgroups = sandbox._Cgroups(sandbox.Limits(memory_bytes=pool.limits.memory_bytes + SCRATCH_BYTES + 2**30,
                                                        processes=pool.limits.processes))
-        env = {"OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "GRADER_NO_DRAW": "1", "PATH": "/usr/bin:/bin",
+        env = {"OMP_NUM_THREADS": "1", "MPLBACKEND": "module://matplotlib_inline.backend_inline", "GRADER_SANDBOXED": "1",
+               "PATH": "/usr/bin:/bin",
                "LANG": "C.UTF-8", "HOME": "/tmp"}
         argv = [sys.executable, "-I", "-c", BOOT.format(path=sandbox.TRUSTED_GRADER)]
         policy = syscalls.descriptor()

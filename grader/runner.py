@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import nbformat
 
-from . import sandbox, testcells, wire
+from . import outputs, sandbox, testcells, wire
 from .diagnosis import CheckFailed
 from .messages import say
 
@@ -68,6 +68,7 @@ class NotebookResult:
     restored: list[str] = field(default_factory=list)  # what the notebook had patched (put back before observing)
     seconds: float = 0.0
     flags: list[dict[str, str]] = field(default_factory=list)  # {"cell", "what"}: attempts no honest answer makes
+    outputs: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)  # (source key, what the cell showed)
 
     @property
     def score(self) -> float:
@@ -197,6 +198,9 @@ def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = 
     reported, problem, restored, flags = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
     names = {(c.index if c.index >= 0 else ("missing", c.grade_id)): c.grade_id or f"cell {c.index + 1}" for c in cells}
     result.flags = [{"cell": str(names.get(key, "?")), "what": what} for key, what in flags]
+    room = [outputs.NOTEBOOK_BYTES]
+    result.outputs = [(outputs.source_key(c.source), outputs.sanitize(reported.get(("outputs", c.index)), room))
+                      for c in cells if not c.graded and c.index >= 0]
     budget = JUDGE_SECONDS if judge_seconds is None else float(judge_seconds)
     deadline = time.monotonic() + budget
     for cell in cells:
@@ -432,6 +436,7 @@ def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
             restored += [str(r) for r in entry.get("restored", []) if isinstance(r, str)]
             running = None
         elif entry.get("event") == "done":
+            reported[("outputs", key)] = entry.get("outputs")
             running = None
             if entry.get("error") and isinstance(entry.get("error"), str):  # the cell raised: kept for diagnoses
                 reported[("raised", key)] = {k: entry.get(k) for k in ("error", "line", "code")}

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import tomllib
 
+from pathlib import Path
+
 import pytest
 
 from conftest import EXAMPLES, SOLUTIONS, nbgrader_meta, read_entry
@@ -82,3 +84,28 @@ def test_nbgrader_autogrades_the_bundled_class_to_the_expected_scores(tmp_path, 
     assert who[("linear", "transposed_gradient")] == {"dara"}
     assert who[("exp", "tensor_on_ctx")] == {"eli"}
     assert (tmp_path / "course" / "reports" / "class-report.html").stat().st_size > 10_000
+    # Autograded notebooks keep what each cell showed in the sandbox, as stock nbgrader does (issue 8, item 1).
+    _assert_students_own_outputs_are_kept(tmp_path / "course")
+
+
+def _assert_students_own_outputs_are_kept(root: Path) -> None:
+    import nbformat
+
+    def cells(student: str, name: str) -> list:
+        return [c for c in nbformat.read(str(root / "autograded" / student / "autograd" / name), as_version=4).cells
+                if c.cell_type == "code"]
+
+    # A cell that raised shows that error, with its traceback (blank: the cells calling its untouched stubs).
+    errors = [o for c in cells("blank", "02_custom_function.ipynb") for o in c.outputs if o.output_type == "error"
+              and not c.metadata.get("nbgrader", {}).get("grade")]
+    assert errors and errors[0].ename == "NotImplementedError" and "linear" in errors[0].evalue, errors
+    assert errors[0].traceback, "the error keeps its traceback"
+    # A graph cell shows its SVG (as an image: no markup of the student's own reaches the page).
+    graphs = [o for c in cells("ada", "03_double_backward.ipynb") for o in c.outputs
+              if "text/html" in o.get("data", {}) and "data:image/svg+xml;base64," in o.data["text/html"]]
+    assert graphs, "no graph of notebook 3 kept its picture"
+    # Prints of teaching cells are there too, and the feedback page shows them.
+    printed = [o.text for c in cells("ada", "01_autograd_basics.ipynb") for o in c.outputs if o.output_type == "stream"]
+    assert any(text.strip() for text in printed)
+    page = (root / "feedback" / "ada" / "autograd" / "03_double_backward.html").read_text()
+    assert "data:image/svg+xml;base64," in page

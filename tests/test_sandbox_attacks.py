@@ -479,3 +479,41 @@ def test_no_catalogued_answer_is_flagged_or_has_anything_restored():
     assert not flagged, f"honest answers were flagged: {flagged}"
     assert not restored, f"the guard reports patches no honest answer made: {restored}"
     assert all(r.score == r.max_score for name, r in results if name == "solutions")
+
+
+# --- 7. what the student's cells show comes back, capped and harmless ----------------------------------
+
+
+def test_cells_report_their_outputs_and_an_answer_cell_that_raised_shows_its_error():
+    """Streams, rich data and errors come back per cell, in order; the trusted side rebuilds them as nbformat
+    outputs without any markup of the student's own (an SVG becomes an <img>)."""
+    from grader import outputs
+
+    source = """
+import sys
+from IPython.display import SVG, HTML, display
+print("hello")
+print("careful", file=sys.stderr)
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'))
+display(HTML('<script>alert(2)</script>'))
+class Exp:
+    raise ValueError("raised while defining Exp")
+"""
+    (events, outcome), = _run_events([source + "\n"])
+    done = next(e for e in events if e.get("event") == "done")
+    assert done["error"].startswith("ValueError") and done["line"] == 9, done
+    kept = outputs.sanitize(done["outputs"], [outputs.NOTEBOOK_BYTES])
+    kinds = [o["output_type"] for o in kept]
+    assert kinds == ["stream", "stream", "display_data", "display_data", "error"], kept
+    assert kept[0]["text"] == "hello\n" and kept[1]["name"] == "stderr"
+    assert "data:image/svg+xml;base64," in kept[2]["data"]["text/html"]
+    assert "<script" not in str([o.get("data") for o in kept])  # (tracebacks quote the cell: inert, escaped text)
+    assert kept[3]["data"] == {"text/plain": "<IPython.core.display.HTML object>"}  # student HTML never kept
+    assert kept[4]["ename"] == "ValueError" and kept[4]["traceback"]
+
+
+def test_a_flood_of_output_is_cut_with_a_note():
+    (events, outcome), = _run_events(["for i in range(200000):\n    print('x' * 50)\n"])
+    done = next(e for e in events if e.get("event") == "done")
+    text = "".join(o.get("text", "") for o in done["outputs"])
+    assert len(text) < 300_000 and "more output not kept" in text
