@@ -3,7 +3,8 @@
 A failed check produces a ``Finding``: the mistake's id (a key of
 ``grader.messages``), where it happened, expected versus received on a small
 probe, and the fields the message templates use. ``CheckFailed`` is the
-``AssertionError`` a test cell raises; its text is ``Finding.render()``.
+``AssertionError`` a test cell raises; its text is ``Finding.render()``, and a
+notebook (or ``nbgrader validate``) shows that text alone, never the grader's frames.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import inspect
 import linecache
 import os
 import re
+import textwrap
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -87,7 +89,11 @@ class Finding:
 
 
 class CheckFailed(AssertionError):
-    """Raised by a check; the message is what the student reads."""
+    """Raised by a check; the message is what the student reads.
+
+    In a notebook the student sees the diagnosis alone: IPython renders an exception that defines
+    ``_render_traceback_`` with the lines it returns, instead of the frames (the grader's) it went through.
+    ``str()`` stays the whole diagnosis (nbgrader keeps it as the error output's ``evalue``)."""
 
     def __init__(self, finding: Finding):
         self.finding = finding
@@ -95,6 +101,42 @@ class CheckFailed(AssertionError):
 
     def __str__(self) -> str:  # keep the message readable in a notebook traceback
         return "\n" + self.finding.render()
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for this exception: 'AssertionError: ✗ …' and the diagnosis, no frame."""
+        try:
+            return student_traceback(self.finding.render())
+        except Exception:  # never let IPython fall back to the grader's frames
+            text = self.args[0] if self.args and isinstance(self.args[0], str) else "the check failed."
+            return student_traceback(text)
+
+
+# nbgrader validate prints each line of an error's traceback indented by 4 spaces and cuts it at 87
+# characters (Validator.width = 90): the lines shown to a student are wrapped to fit whole.
+RENDER_WIDTH = 83
+_LABEL = re.compile(r" {2}[a-z][a-z ]*?:\s+")  # "  hint:     ", "  in your code: "
+_HEADLINE = "AssertionError: ✗ "  # a headline's continuation lines start under its text
+
+
+def student_traceback(text: str, width: int = RENDER_WIDTH) -> list[str]:
+    """The lines of a failed check as a notebook shows them: the headline 'AssertionError: ✗ …' (the
+    exception's name in red, as IPython prints it) and the diagnosis's other lines, each wrapped to ``width``
+    characters, a continuation indented under its label's text. Nothing is left out."""
+    lines = str(text).strip("\n").split("\n") or [""]
+    rendered: list[str] = []
+    for k, line in enumerate(lines):
+        line = line.rstrip()
+        if k == 0:
+            line = "AssertionError: " + line.lstrip()
+        label = _LABEL.match(line) if k else None
+        indent = " " * (label.end() if label and label.end() < width // 2 else len(_HEADLINE) if k == 0 else 2)
+        if len(line) <= width:
+            rendered.append(line)
+            continue
+        rendered.extend(textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=True,
+                                      break_on_hyphens=False) or [line[:width]])
+    rendered[0] = "\x1b[0;31mAssertionError\x1b[0m" + rendered[0][len("AssertionError"):]
+    return rendered
 
 
 # --- numbers --------------------------------------------------------------------------------
