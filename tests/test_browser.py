@@ -8,12 +8,17 @@ loopback with a token, in a temporary copy of the student notebooks, and is stop
    the `square-first-order` self-check; the rendered error is the grader's diagnosis.
 2. JupyterLab: nbgrader's Validate button on an untouched notebook reports the failing cells in its dialog.
 3. The feedback page nbgrader writes for an autograded submission, opened from disk: verdicts and scores.
+4. formgrader (nbgrader's instructor pages in a second JupyterLab, on that course): the same submission with
+   the student's answer, the checks' outputs and the autograded score of each cell.
+
+Tests marked `pending_merge` wait for another branch and fail until it is merged.
 
 Every step leaves a screenshot (NN-step.png) in the test's temporary folder; the path is in failure messages.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -134,12 +139,10 @@ class Lab:
         return f"{self.url}/lab/tree/{name}?{'reset&' if reset else ''}token={self.token}"
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """JupyterLab on 127.0.0.1, a free port, a token, no browser, in a copy of the student notebooks."""
-    base = tmp_path_factory.mktemp("jupyterlab")
-    root = base / "notebooks"
-    shutil.copytree(RELEASE, root)
+@contextlib.contextmanager
+def jupyterlab(root: Path, base: Path):
+    """JupyterLab on 127.0.0.1, a free port, a token, no browser, serving ``root`` (its working directory too,
+    where nbgrader looks for its config); stopped, with its kernels, whatever happens."""
     for name, values in LAB_SETTINGS.items():
         path = base / "settings" / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -157,8 +160,8 @@ def lab(tmp_path_factory):
     with open(log, "w") as out:
         process = subprocess.Popen(command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
     try:
-        url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None:
@@ -174,8 +177,17 @@ def lab(tmp_path_factory):
             time.sleep(0.25)
         yield Lab(url, token, root, log)
     finally:
-        _shut_down_kernels(f"http://127.0.0.1:{port}", token)
+        _shut_down_kernels(url, token)
         _stop(process)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab in a copy of the student notebooks."""
+    base = tmp_path_factory.mktemp("jupyterlab")
+    shutil.copytree(RELEASE, base / "notebooks")
+    with jupyterlab(base / "notebooks", base) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -345,7 +357,7 @@ EXPECTED_SCORES = {"square": (2.0, 6.0), "exp": (6.0, 6.0), "sinh": (6.0, 6.0), 
 
 
 @pytest.fixture(scope="module")
-def feedback_page(tmp_path_factory) -> Path:
+def graded_course(tmp_path_factory) -> Path:
     """A one-student course: nbgrader releases, autogrades notebook 3 (a wrong Square, Exp and Sinh right, Cube
     untouched) and writes the feedback page."""
     from grader import course, sandbox
@@ -368,7 +380,12 @@ def feedback_page(tmp_path_factory) -> Path:
     assert page.is_file(), f"nbgrader wrote no feedback page at {page}"
     got = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")[STUDENT]
     assert {e: got[e] for e in EXPECTED_SCORES} == EXPECTED_SCORES, got
-    return page
+    return root
+
+
+@pytest.fixture(scope="module")
+def feedback_page(graded_course) -> Path:
+    return graded_course / "feedback" / STUDENT / "autograd" / f"{FEEDBACK_NOTEBOOK}.html"
 
 
 def feedback_cells(driver) -> list[dict]:
@@ -437,3 +454,64 @@ def test_feedback_shows_the_students_own_outputs(feedback):
         f"the 'try it yourself' cell of Exp lost its prints: {try_exp}; {steps}"
     if shutil.which("dot"):
         assert try_exp["graphs"], f"the graph drawn by the Exp 'try it yourself' cell is missing: {try_exp}; {steps}"
+
+
+# --- 4. formgrader: the instructor's view of the same submission -----------------------------------------------
+
+# formgrade.js calls MathJax (linked on a CDN, unreachable here) before it loads the scores: a stand-in that
+# typesets nothing and says it has started.
+MATHJAX_STAND_IN = """window.MathJax = {Hub: {Config() {}, Queue() {}, Typeset() {}, Register: {StartupHook() {}},
+    Startup: {signal: {Interest(callback) { setTimeout(() => callback("End"), 0); }}}}};"""
+
+
+def test_formgrader_shows_the_autograded_submission_with_its_outputs_and_scores(graded_course, browser, tmp_path):
+    from nbgrader.api import Gradebook
+
+    steps = Steps(browser, tmp_path / "screenshots")
+    with Gradebook(f"sqlite:///{graded_course / 'gradebook.db'}") as gradebook:
+        submission = gradebook.find_submission_notebook(FEEDBACK_NOTEBOOK, "autograd", STUDENT).id
+    (graded_course / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.root = {str(graded_course)!r}\n"
+        "c.CourseDirectory.course_id = 'autograd-functions'\n"
+        "c.CourseDirectory.source_directory = 'solutions'\n"
+        "c.CourseDirectory.release_directory = 'release'\n", encoding="utf-8")
+    stand_in = browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": MATHJAX_STAND_IN})
+    try:
+        with jupyterlab(graded_course, tmp_path / "formgrader-server") as server:
+            page, autograded = _formgrader_page(browser, server, submission, steps)
+    finally:  # the other tests' pages get no stand-in
+        browser.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": stand_in["identifier"]})
+    assert len(autograded) == 16, f"{autograded}; {steps}"
+    for exercise, (score, _) in EXPECTED_SCORES.items():
+        got = sum(float(v) for g, v in autograded.items() if g.startswith(exercise + "-"))
+        assert got == score, f"{exercise}: {autograded}; {steps}"
+    assert autograded["square-first-order"] == "0" and autograded["square-forward"] == "1", f"{autograded}; {steps}"
+    assert "return -grad_out * 2 * x" in page, f"the student's answer is not shown; {steps}"
+    assert "✗ square · first derivatives: the gradient for `x` has the wrong sign" in page, steps
+    assert "✓ square · forward" in page, steps
+
+
+def _formgrader_page(driver, server: Lab, submission: str, steps: Steps) -> tuple[str, dict]:
+    """formgrader's page of one submitted notebook: its text, and the autograded score of each graded cell."""
+    driver.get(f"{server.url}/login")  # a login cookie: formgrader's API calls do not carry the token
+    password = wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "input[name=password]"), 30,
+                        "the login page", steps)[0]
+    password.send_keys(server.token)
+    password.submit()
+    wait_for(driver, lambda d: "/login" not in d.current_url, 30, "the login", steps)
+    driver.get(f"{server.url}/formgrader/submissions/{submission}/?index=0")
+
+    def scores(d):
+        found = {e.get_attribute("id"): e.get_attribute("placeholder")
+                 for e in d.find_elements(By.CSS_SELECTOR, "input.score")}
+        return found if found and all(found.values()) else None
+
+    autograded = wait_for(driver, scores, 60, "formgrader to show the autograded scores", steps)
+    steps.shot("formgrader-top")
+    cell = driver.find_element(By.ID, "square-first-order")
+    panel = cell.find_element(By.XPATH, "./ancestor::div[contains(@class, 'nbgrader_cell')]/ancestor::div[1]")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", panel)
+    driver.execute_script("window.scrollBy(0, -80)")  # formgrader's fixed navigation bar covers the top
+    steps.shot("formgrader-square-first-order")
+    return driver.find_element(By.TAG_NAME, "body").text, autograded
