@@ -25,19 +25,30 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
-install: $(STAMP) system-packages sandbox-user ## create .venv with pinned dependencies, plus Debian's graphviz, bubblewrap, libseccomp and the sandbox user
+install: $(STAMP) system-packages sandbox-user ## create .venv with pinned dependencies, plus Debian's graphviz, bubblewrap, libseccomp, chromium and the sandbox user
 
-system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and libseccomp2 (the grading sandbox), acl, when possible
+system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and libseccomp2 (the grading sandbox), acl, and chromium + chromium-driver (browser tests), when possible
 	@missing=""; command -v dot >/dev/null || missing="$$missing graphviz"; command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	command -v setfacl >/dev/null || missing="$$missing acl"; ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 || missing="$$missing libseccomp2"; \
-	if [ -z "$$missing" ]; then exit 0; fi; \
+	browser=""; command -v chromium >/dev/null || browser="$$browser chromium"; command -v chromedriver >/dev/null || browser="$$browser chromium-driver"; \
+	if [ -z "$$missing$$browser" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  echo "==> installing Debian packages:$$missing"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
-	    || echo "warning: apt-get could not install$$missing (graphs will be described, not drawn; no grading sandbox)"; \
+	  apt-get update -qq || true; \
+	  if [ -n "$$missing" ]; then \
+	    echo "==> installing Debian packages:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
+	      || echo "warning: apt-get could not install$$missing (graphs will be described, not drawn; no grading sandbox)"; \
+	  fi; \
+	  if [ -n "$$browser" ]; then \
+	    echo "==> installing Debian packages for the browser tests:$$browser"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$browser >/dev/null \
+	      || echo "warning: apt-get could not install$$browser: the browser tests (tests/test_browser.py) will be skipped"; \
+	  fi; \
 	else \
-	  echo "note: missing Debian packages:$$missing (needs root and apt-get to install here)."; \
-	  echo "      Notebooks still run and say where a graph would be; to install: sudo apt-get install$$missing"; \
+	  echo "note: missing Debian packages:$$missing$$browser (needs root and apt-get to install here)."; \
+	  [ -z "$$missing" ] || echo "      Notebooks still run and say where a graph would be; grading needs bubblewrap."; \
+	  [ -z "$$browser" ] || echo "      Without chromium and chromium-driver the browser tests (tests/test_browser.py) are skipped."; \
+	  echo "      To install: sudo apt-get install$$missing$$browser"; \
 	fi
 
 sandbox-user: $(STAMP) system-packages ## as root: the unprivileged user student code runs as, allowed to reach the Python install
