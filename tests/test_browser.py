@@ -11,8 +11,6 @@ loopback with a token, in a temporary copy of the student notebooks, and is stop
 4. formgrader (nbgrader's instructor pages in a second JupyterLab, on that course): the same submission with
    the student's answer, the checks' outputs and the autograded score of each cell.
 
-Tests marked `pending_merge` wait for another branch and fail until it is merged.
-
 Every step leaves a screenshot (NN-step.png) in the test's temporary folder; the path is in failure messages.
 """
 
@@ -313,10 +311,8 @@ def test_a_failing_self_check_renders_the_diagnosis_in_jupyterlab(self_check_err
     assert "hint" in text.lower(), f"{text[:2000]}\n{steps}"
 
 
-@pytest.mark.pending_merge("failing self-checks rendered by `_render_traceback_`: the diagnosis without grader frames")
 def test_self_check_error_shows_no_grader_internals(self_check_error):
-    """WAITS FOR the branch that renders failing self-checks with `_render_traceback_` (the diagnosis only):
-    until it is merged, the rendered error is a full traceback through the grader's own frames."""
+    """A failing self-check renders the diagnosis only (`_render_traceback_`), never the grader's own frames."""
     text, steps = self_check_error
     assert "grader/" not in text, f"the student sees the grader's frames:\n{text[:2000]}\n{steps}"
     assert "Traceback" not in text and "File " not in text, f"{text[:2000]}\n{steps}"
@@ -442,10 +438,8 @@ def test_the_feedback_page_shows_each_checks_verdict_and_score(feedback):
     assert "BEGIN HIDDEN TESTS" not in " ".join(c["source"] for c in cells), steps
 
 
-@pytest.mark.pending_merge("autograded notebooks keep the student's own outputs (prints, errors, SVG graphs)")
 def test_feedback_shows_the_students_own_outputs(feedback):
-    """WAITS FOR the branch that keeps students' own outputs in autograded notebooks: until it is merged, only
-    test cells have outputs in the feedback, and the student's prints and graphs are gone."""
+    """Autograded notebooks keep the student's own outputs: the feedback shows their prints and graphs."""
     title, cells, steps = feedback
     setup = next(c for c in cells if "- setup done" in c["source"])
     assert "setup done" in setup["output"], f"the setup cell's print is missing: {setup}; {steps}"
