@@ -3,6 +3,9 @@
     grader grade notebooks/autograd/03_double_backward.ipynb          # text table
     grader grade my_submission.ipynb --json                           # machine-readable
     grader grade my.ipynb --tests solutions/autograd/03_double_backward.ipynb
+
+Exit status: 0 graded (whatever the score); 2 bad input, said in one line on stderr (a missing file, not a
+readable notebook, a notebook of another course, no tests to grade it with); 3 no sandbox and not allowed without.
 """
 
 from __future__ import annotations
