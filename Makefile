@@ -59,13 +59,11 @@ release: $(STAMP) ## regenerate the student notebooks (notebooks/) from solution
 	$(NBGRADER) generate_assignment $(ASSIGNMENT) --force
 	$(BIN)/python -m grader.notebooks check
 
-demo: install release ## the main job: autograde the bundled example class with nbgrader, print scores, write feedback
-	$(BIN)/python -m grader.course demo
+demo: install ## the main job: autograde the bundled example class with nbgrader, print scores, write feedback
+	@$(BIN)/python -m grader.course demo
 
-autograde: $(STAMP) ## autograde everything in submitted/ with nbgrader and print the scores
-	@ls -d submitted/*/$(ASSIGNMENT) >/dev/null 2>&1 || { echo "Nothing to grade: put submissions in submitted/<student>/$(ASSIGNMENT)/*.ipynb (nbgrader collect does this)."; exit 1; }
-	$(NBGRADER) autograde $(ASSIGNMENT)
-	$(BIN)/python -m grader.course scores
+autograde: $(STAMP) ## autograde everything in submitted/ with nbgrader (creating gradebook.db if missing) and print the scores
+	@$(BIN)/python -m grader.course autograde
 
 feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission
 	$(NBGRADER) generate_feedback $(ASSIGNMENT)

@@ -7,6 +7,12 @@ submitted/<student>/<assignment>/*.ipynb  what students hand in; autograded/, fe
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
+# nbgrader 0.9.6 with SQLAlchemy 2 warns three times per student that new gradebook rows are "not in session";
+# they are added right after, nothing is lost (the reason: grader/nbgrader_plugins.py, silence_harmless_warnings).
+from grader.nbgrader_plugins import silence_harmless_warnings  # noqa: E402
+
+silence_harmless_warnings()
+
 c.CourseDirectory.course_id = "autograd-functions"
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
@@ -49,7 +55,7 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "grader.nbgrader_plugins.ForgetUnknownCells",
-    "nbgrader.preprocessors.OverwriteCells",
+    "grader.nbgrader_plugins.OverwriteReleasedCells",  # nbgrader's, without the false alarm on hidden tests' checksums
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # A submission that is not a readable notebook is graded 0 with the reason (the rest of the class as usual), and

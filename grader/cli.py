@@ -3,6 +3,9 @@
     grader grade notebooks/autograd/03_double_backward.ipynb          # text table
     grader grade my_submission.ipynb --json                           # machine-readable
     grader grade my.ipynb --tests solutions/autograd/03_double_backward.ipynb
+
+Exit status: 0 graded (whatever the score); 2 bad input, said in one line on stderr (a missing file, not a
+readable notebook, a notebook of another course, no tests to grade it with); 3 no sandbox and not allowed without.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from .runner import DEFAULT_TIMEOUT, NotebookResult, SandboxRefused, find_instructor_notebook, grade_notebook
 
@@ -52,6 +56,65 @@ def render_text(result: NotebookResult, verbose: bool = True) -> str:
     return "\n".join(lines)
 
 
+def _readable(path: Path, role: str) -> tuple[Any, str]:
+    """(the notebook, "") or (None, one line saying why ``path`` cannot be used as the ``role``)."""
+    from .nbgrader_plugins import UnreadableSubmission, read_submission
+
+    if not path.exists():
+        return None, f"{path} does not exist."
+    if not path.is_file():
+        return None, f"{path} is not a file (give the {role} .ipynb file)."
+    try:
+        return read_submission(path), ""
+    except UnreadableSubmission as why:
+        return None, f"{path} cannot be read as a notebook: {why}."
+
+
+def _grade_ids(notebook: Any, graded_only: bool = False) -> set[str]:
+    """The grade_ids of the notebook's test cells (and, unless ``graded_only``, of its answer cells)."""
+    ids = set()
+    for cell in notebook.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if isinstance(meta, dict) and meta.get("grade_id") and (meta.get("grade") or
+                                                                (meta.get("solution") and not graded_only)):
+            ids.add(str(meta["grade_id"]))
+    return ids
+
+
+def bad_input(path: Path, tests: Path | None, own_tests: bool) -> str:
+    """Why this notebook cannot be graded with these tests, in one line; "" when it can."""
+    from .testcells import UnsupportedTestCell, parse
+
+    notebook, why = _readable(path, "notebook")
+    if notebook is None:
+        return why
+    if not own_tests and tests is None:
+        tests = find_instructor_notebook(path)
+    if own_tests or tests is None:
+        source, where = notebook, f"{path} (its own test cells)"
+        if not _grade_ids(notebook, graded_only=True):
+            return (f"no tests for {path}: no instructor notebook solutions/*/{path.name} was found, and it has no "
+                    "test cells of its own. Give the instructor's notebook with --tests.")
+    else:
+        source, why = _readable(tests, "instructor's")
+        if source is None:
+            return f"the test notebook {why}"
+        where = str(tests)
+        if not _grade_ids(source, graded_only=True):
+            return f"{tests} has no test cells (nbgrader cells with points): nothing to grade {path} with."
+        if not _grade_ids(notebook) & _grade_ids(source):
+            return (f"{path} is not a notebook of this course, or not the one {tests.name} tests: none of its "
+                    f"exercise or test cells comes from {tests}.")
+    for cell in source.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type == "code" and isinstance(meta, dict) and meta.get("grade") and not meta.get("solution"):
+            try:
+                parse(cell.source, str(meta.get("grade_id", "")))
+            except UnsupportedTestCell as exc:
+                return f"the tests in {where} are not checks this grader runs: {' '.join(str(exc).split())}."
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="grader", description="Grade course notebooks.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -67,13 +130,11 @@ def main(argv: list[str] | None = None) -> int:
                        help="run the notebook without bubblewrap if the sandbox cannot start (only for trusted code)")
     args = parser.parse_args(argv)
 
-    if not args.notebook.is_file():
-        print(f"grader: {args.notebook} does not exist or is not a file.", file=sys.stderr)
+    problem = bad_input(args.notebook, args.tests, args.own_tests)
+    if problem:
+        print(f"grader: {problem}", file=sys.stderr)
         return 2
     tests = None if args.own_tests else (args.tests or find_instructor_notebook(args.notebook))
-    if tests is not None and not tests.is_file():
-        print(f"grader: the test notebook {tests} does not exist.", file=sys.stderr)
-        return 2
     if not args.json:
         print(f"Grading {args.notebook} ...", file=sys.stderr, flush=True)
     try:

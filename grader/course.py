@@ -1,15 +1,22 @@
-"""Instructor tooling around nbgrader: the demo class, and the table of scores per student and exercise.
+"""Instructor tooling around nbgrader: the demo class, autograding, and the table of scores per student and exercise.
 
-    grader demo      release, build the example class, autograde it with nbgrader, feedback, table
-    grader scores    the table of the course in the current directory (after `nbgrader autograde`)
+    python -m grader.course demo        release, build the example class, autograde it with nbgrader, feedback, table
+    python -m grader.course autograde   nbgrader autograde of submitted/ (the gradebook created first if missing), table
+    python -m grader.course scores      the table of the course in the current directory (after autograding)
+
+nbgrader's own output goes to <course>/nbgrader.log (named at the end); the terminal gets one line per stage, a
+progress bar over the notebooks while autograding (plain lines when not a terminal), the table, where the files
+are, and one line for each warning or error nbgrader reports.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from pathlib import Path
@@ -21,6 +28,7 @@ from .runner import exercise_of
 
 ASSIGNMENT = "autograd"
 REPO = Path(__file__).resolve().parent.parent
+LOG_NAME = "nbgrader.log"  # in the course folder: nbgrader's full output, of the last command run
 
 
 def say(text: str) -> None:
@@ -144,15 +152,207 @@ def nbgrader_env() -> dict[str, str]:
     return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
 
 
+class Progress:
+    """Notebooks graded out of ``total``: tqdm's bar on a terminal; elsewhere (CI logs, pipes) a plain line at each
+    quarter. ``write`` prints a line without breaking the bar."""
+
+    def __init__(self, total: int, stream: Any = None) -> None:
+        self.total, self.done, self.started = total, 0, time.monotonic()
+        self.stream = stream or sys.stdout
+        self.bar: Any = None
+        self.quarter = 1
+        if total and self.stream.isatty():
+            from tqdm import tqdm
+
+            size = shutil.get_terminal_size()  # (80 × 24 where a terminal reports no size: tqdm would hide the bar)
+            self.bar = tqdm(total=total, unit="notebook", file=self.stream, leave=False, ncols=min(100, size.columns),
+                            nrows=size.lines,
+                            desc="    autograding", bar_format="{desc} {n_fmt}/{total_fmt} |{bar}| {elapsed}<{remaining}")
+
+    def advance(self) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+            return
+        if self.total and self.done < self.total and 4 * self.done >= self.quarter * self.total:
+            self.write(f"    {self.done}/{self.total} notebooks graded ({time.monotonic() - self.started:.0f} s)")
+            while 4 * self.done >= self.quarter * self.total:
+                self.quarter += 1
+
+    def write(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.write(text, file=self.stream)
+        else:
+            print(text, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+_LOG_LINE = re.compile(r"\[(\w+) \| (DEBUG|INFO|WARNING|ERROR|CRITICAL)\] ?(.*)")
+_GRADED = re.compile(r"[^/\s]+/[^/\s]+/[^/\s]+: [\d.]+/[\d.]+ points \(trusted grading")
+_PY_WARNING = re.compile(r"\S.*:\d+: (\w*Warning): (.*)")
+
+
+class Nbgrader:
+    """Runs nbgrader commands for the course in ``root`` (with the repository's nbgrader_config.py). Their whole
+    output goes to ``log``; the terminal gets only each warning and error, one line each."""
+
+    def __init__(self, root: Path, log: Path | None = None) -> None:
+        self.root = root
+        self.log = log or root / LOG_NAME
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.log.write_text("", encoding="utf-8")
+        self.problems: list[str] = []
+
+    def run(self, args: list[str], total: int = 0) -> tuple[int, int, float]:
+        """(exit status, notebooks graded, seconds); with ``total``, a progress bar over that many notebooks."""
+        command = nbgrader_command(*args, f"--CourseDirectory.root={self.root}")
+        started = time.monotonic()
+        progress = Progress(total)
+        last = ""
+        relayed = 0
+        try:
+            with open(self.log, "a", encoding="utf-8") as log:
+                log.write("$ nbgrader " + " ".join(command[1:]) + "\n")
+                log.flush()
+                process = subprocess.Popen(command, cwd=REPO, env=nbgrader_env(), stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                           errors="replace", bufsize=1)
+                assert process.stdout is not None
+                for line in process.stdout:
+                    log.write(line)
+                    line = line.rstrip("\n")
+                    last = line.strip() or last
+                    kind, text = self._classify(line)
+                    if kind == "graded":
+                        progress.advance()
+                    elif kind:
+                        relayed += 1
+                        self.problems.append(f"{kind}: {text}")
+                        progress.write(f"    {kind}: {text}")
+                returncode = process.wait()
+                log.write(f"(exit status {returncode}, {time.monotonic() - started:.1f} s)\n\n")
+        finally:
+            progress.close()
+        if returncode != 0 and not relayed and last:
+            self.problems.append(f"error: {last}")
+            say(f"    error: {last}")
+        return returncode, progress.done, time.monotonic() - started
+
+    @staticmethod
+    def _classify(line: str) -> tuple[str, str]:
+        """("graded" | "warning" | "error" | "", text) for one line of nbgrader's output."""
+        match = _LOG_LINE.match(line)
+        if match:
+            level, text = match.group(2), match.group(3).strip()
+            if level == "INFO" and _GRADED.match(text):
+                return "graded", text
+            if level == "WARNING":
+                return "warning", text
+            if level in ("ERROR", "CRITICAL") and not text.startswith("Traceback"):
+                return "error", text
+            return "", text
+        warning = _PY_WARNING.match(line)
+        if warning:  # a Python warning nbgrader's process did not expect (the harmless ones are silenced there)
+            return "warning", f"{warning.group(1)}: {warning.group(2)}"
+        return "", line
+
+    def stage(self, args: list[str], what: str, total: int = 0) -> tuple[int, float]:
+        """Run one stage that must succeed: (notebooks graded, seconds); else stop, naming the log."""
+        returncode, graded, seconds = self.run(args, total)
+        if returncode != 0:
+            raise SystemExit(f"nbgrader {args[0]} failed (exit status {returncode}) while {what}; "
+                             f"its full log: {self.log}")
+        return graded, seconds
+
+
 def nbgrader(args: list[str], root: Path) -> None:
-    """Run an nbgrader command with the course config, from the repository root, for the course in ``root``."""
-    command = nbgrader_command(*args, f"--CourseDirectory.root={root}")
-    say("$ nbgrader " + " ".join(command[1:]))
-    started = time.monotonic()
-    done = subprocess.run(command, cwd=REPO, env=nbgrader_env())
-    if done.returncode != 0:
-        raise SystemExit(f"nbgrader {args[0]} failed (exit code {done.returncode}); its log is above.")
-    say(f"  ({time.monotonic() - started:.0f} s)")
+    """Run an nbgrader command for the course in ``root``; its output goes to <root>/nbgrader.log."""
+    Nbgrader(root).stage(args, "running it")
+
+
+# --- autograding a course ------------------------------------------------------------------------
+
+
+def gradebook_notebooks(db_path: Path, assignment: str = ASSIGNMENT) -> list[str]:
+    """The assignment's notebooks in the gradebook; [] when there is no gradebook or it lacks the assignment."""
+    if not db_path.is_file():
+        return []
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{db_path}") as gb:
+        try:
+            return sorted(nb.name for nb in gb.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            return []
+
+
+def ensure_gradebook(runner: Nbgrader, assignment: str = ASSIGNMENT) -> list[str]:
+    """The assignment's notebooks, after putting the assignment in the gradebook if it is not there (a fresh
+    clone has no gradebook.db): nbgrader generate_assignment from solutions/ records the source cells and their
+    checksums, writing its release into a temporary folder, so notebooks/ (committed) is left as it is."""
+    root = runner.root
+    notebooks = gradebook_notebooks(root / "gradebook.db", assignment)
+    if notebooks:
+        return notebooks
+    with tempfile.TemporaryDirectory(prefix="release-") as release:
+        _, seconds = runner.stage(["generate_assignment", assignment, f"--CourseDirectory.release_directory={release}"],
+                                  "creating the gradebook")
+    notebooks = gradebook_notebooks(root / "gradebook.db", assignment)
+    say(f"gradebook: {root / 'gradebook.db'} created from solutions/{assignment}/ "
+        f"({len(notebooks)} notebooks; notebooks/ left as committed) ({seconds:.0f} s)")
+    return notebooks
+
+
+def submissions(root: Path, assignment: str = ASSIGNMENT) -> dict[str, list[Path]]:
+    """student -> the .ipynb files in submitted/<student>/<assignment>/."""
+    found: dict[str, list[Path]] = {}
+    for folder in sorted((root / "submitted").glob(f"*/{assignment}")):
+        if folder.is_dir():
+            found[folder.parent.name] = sorted(folder.glob("*.ipynb"))
+    return found
+
+
+def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False) -> int:
+    """`make autograde`: nbgrader autograde of everything in submitted/, with progress, then the table."""
+    root = root.resolve()
+    handed_in = submissions(root, assignment)
+    if not any(handed_in.values()):
+        say(f"Nothing to grade: no notebooks in {root / 'submitted'}/<student>/{assignment}/ "
+            "(nbgrader collect puts them there, or copy them in).")
+        return 0
+    runner = Nbgrader(root)
+    notebooks = ensure_gradebook(runner, assignment)
+    known = {f"{name}.ipynb" for name in notebooks}
+    skipped = []
+    for student, files in handed_in.items():
+        if not any(f.name in known for f in files):
+            found = ", ".join(f.name for f in files) or "no .ipynb file"
+            say(f"    warning: {student} not graded: submitted/{student}/{assignment}/ holds no notebook of "
+                f"{assignment} ({found}; expected {', '.join(sorted(known))})")
+            skipped.append(student)
+    total = sum(1 for student, files in handed_in.items() if student not in skipped for f in files if f.name in known)
+    students = len(handed_in) - len(skipped)
+    say(f"autograde: {students} students, {total} notebooks, each in a sandbox; nbgrader records them one by one")
+    args = ["autograde", assignment, *(["--force"] if force else [])]
+    if skipped:
+        args.append("--CourseDirectory.student_id_exclude=" + ",".join(skipped))
+    returncode, graded, seconds = runner.run(args, total) if students else (0, 0, 0.0)
+    say(f"autograde: {graded}/{total} notebooks graded ({seconds:.0f} s)"
+        + ("" if graded == total or force else "; the others were autograded before (run with --force to redo them)"))
+    say("\n" + render_scores(gradebook_scores(f"sqlite:///{root / 'gradebook.db'}", assignment)) + "\n")
+    flagged = flag_line(root, assignment)
+    if flagged:
+        say(flagged)
+    say(f"Autograded notebooks: {root / 'autograded'}/<student>/{assignment}/")
+    problems = len(runner.problems) + len(skipped)
+    say(f"nbgrader's full log: {runner.log}" + (f" ({problems} warning(s) or error(s) above)" if problems else ""))
+    if returncode != 0:
+        say(f"nbgrader autograde failed for some students (exit status {returncode}); see the lines above and the log.")
+        return 1
+    return 0
 
 
 def demo(workdir: Path) -> int:
@@ -162,31 +362,37 @@ def demo(workdir: Path) -> int:
         shutil.rmtree(root)
     root.mkdir(parents=True)
     os.symlink(REPO / "solutions", root / "solutions")
+    runner = Nbgrader(root)
     say(f"Demo course in {root} (instructor notebooks from {REPO / 'solutions'})")
-    say("1/4 release: generating the student notebooks with nbgrader")
-    nbgrader(["generate_assignment", ASSIGNMENT, "--force", "--CourseDirectory.release_directory=release"], root)
+    release = ["--CourseDirectory.release_directory=release"]
+    _, seconds = runner.stage(["generate_assignment", ASSIGNMENT, "--force", *release], "releasing the assignment")
+    say(f"1/4 release: student notebooks generated by nbgrader in {root / 'release'} ({seconds:.0f} s)")
 
     students = class_answers(REPO / "examples" / "students.toml", answer_sources(REPO / "solutions" / ASSIGNMENT),
                              REPO / "examples" / "mistakes")
-    say(f"2/4 submissions: {len(students)} example students ({', '.join(students)})")
     for student, answers in students.items():
         build_submission(root / "release" / ASSIGNMENT, answers, root / "submitted" / student / ASSIGNMENT)
+    total = sum(len(files) for files in submissions(root).values())
+    say(f"2/4 submissions: {len(students)} example students ({', '.join(students)}), {total} notebooks")
 
-    say("3/4 autograde: nbgrader runs every notebook of every student (a few seconds each)")
-    nbgrader(["autograde", ASSIGNMENT, "--force", "--CourseDirectory.release_directory=release"], root)
-    say("4/4 feedback: one HTML page per student and notebook, then the class report")
-    nbgrader(["generate_feedback", ASSIGNMENT, "--force", "--CourseDirectory.release_directory=release"], root)
-
-    say("\nScores per student and exercise (from nbgrader's gradebook):\n")
-    say(render_scores(gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")))
-    say(f"\nFeedback: {root / 'feedback'}/<student>/{ASSIGNMENT}/*.html")
+    say("3/4 autograde: nbgrader, every notebook in a sandbox, the class graded ahead on every core")
+    graded, seconds = runner.stage(["autograde", ASSIGNMENT, "--force", *release], "autograding", total)
+    say(f"    {graded}/{total} notebooks graded ({seconds:.0f} s)")
+    _, seconds = runner.stage(["generate_feedback", ASSIGNMENT, "--force", *release], "writing feedback")
     from .report import build
 
     page = build(root, ASSIGNMENT, root / "reports")
-    say(f"Class report: {page} (and scores.csv, diagnoses.csv, flags.csv beside it)")
+    say(f"4/4 feedback: one HTML page per student and notebook, and the class report ({seconds:.0f} s)")
+
+    say("\nScores per student and exercise (from nbgrader's gradebook):\n")
+    say(render_scores(gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")))
+    say(f"\nFeedback:       {root / 'feedback'}/<student>/{ASSIGNMENT}/*.html")
+    say(f"Class report:   {page} (and scores.csv, diagnoses.csv, flags.csv beside it)")
     flagged = flag_line(root, ASSIGNMENT)
     if flagged:
         say(flagged)
+    problems = len(runner.problems)
+    say(f"nbgrader's log: {runner.log}" + (f" ({problems} warning(s) or error(s) above)" if problems else ""))
     return 0
 
 
@@ -209,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="autograde the bundled example class in a scratch course directory")
     d.add_argument("--dir", type=Path, default=REPO / ".demo", help="scratch course directory (replaced)")
+    a = sub.add_parser("autograde", help="nbgrader autograde of submitted/ (creating the gradebook if needed), then the table")
+    a.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
+    a.add_argument("--force", action="store_true", help="autograde again the submissions autograded before")
     s = sub.add_parser("scores", help="print scores per student and exercise from a gradebook")
     s.add_argument("--db", default="sqlite:///gradebook.db")
     s.add_argument("--root", type=Path, default=None,
@@ -216,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.dir)
+    if args.command == "autograde":
+        return autograde(args.root, force=args.force)
     say(render_scores(gradebook_scores(args.db)))
     flagged = flag_line(args.root or course_root(args.db))
     if flagged:

@@ -435,6 +435,10 @@ EN.update({
     "unreadable_submission": Message(
         "this submission could not be read as a notebook: {file}: {why}; ask the student to re-submit",
         "Download the notebook again from Jupyter (File > Download .ipynb) and hand it in again."),
+    "foreign_submission": Message(
+        "this submission is not a notebook of this course: {file}: {why}; ask the student to hand in the released "
+        "notebook",
+        "Hand in the notebook of this assignment that you filled in, under its released name."),
     "unreadable_notice": Message(
         "This submission could not be graded: {reason}. Every test cell of this notebook scores 0.",
         "Download the notebook again from Jupyter (File > Download .ipynb) and hand it in again."),

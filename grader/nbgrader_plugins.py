@@ -11,7 +11,7 @@ import re
 
 import nbformat
 from nbformat import NotebookNode
-from nbgrader.preprocessors import ClearSolutions
+from nbgrader.preprocessors import ClearSolutions, OverwriteCells
 
 _DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
 _CLASS = re.compile(r"^(\s*)class\s+(\w+)")
@@ -59,6 +59,67 @@ class NamedStubs(ClearSolutions):
         return replaced
 
 
+# --- what nbgrader says: expected warnings explained once, at their source ------------------------------------
+
+
+def silence_harmless_warnings() -> None:
+    """Called from nbgrader_config.py, in nbgrader's process.
+
+    nbgrader 0.9.6's ``Gradebook.add_submission`` builds a new submission (``SubmittedAssignment``, its
+    ``SubmittedNotebook``s, ``Grade``s and ``Comment``s) linked to objects already in the database, and reads
+    ``submission.assignment.notebooks`` (and each notebook's cells) before it calls ``db.add(submission)``.
+    SQLAlchemy 2 no longer cascades the new objects into the session through those links, so the autoflush
+    that the read triggers warns "Object of type <SubmittedAssignment> not in session, add operation along
+    'Assignment.submissions' will not proceed" (three such warnings per student). The next statement adds the
+    submission, and with it every object created in the loop (save-update cascade), and commits: nothing is
+    lost, every grade row exists (the gradebook's scores and feedback are read from them). Only these warnings,
+    raised from nbgrader.api, are silenced; any other SQLAlchemy warning still reaches the log.
+    """
+    import warnings
+
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings(
+        "ignore", category=SAWarning, module=r"nbgrader\.api\Z",
+        message=r"Object of type <(SubmittedAssignment|SubmittedNotebook|Grade|Comment)> not in session, "
+                r"add operation along '[\w.]+' will not proceed")
+
+
+class OverwriteReleasedCells(OverwriteCells):
+    """nbgrader's OverwriteCells, without its false alarm on test cells with hidden tests.
+
+    Such a cell reaches students without its hidden part, so its checksum never equals the gradebook's (taken
+    from the instructor's cell, hidden tests included): nbgrader warns "Attribute 'checksum' for cell … has
+    changed!" for every one of them, for every student, honest ones included. Here the warning stays for a
+    locked cell the student really changed (it differs from the released cell), and is a debug line when the
+    cell is exactly as released. Either way the instructor's cell is put back, as nbgrader does."""
+
+    def preprocess_cell(self, cell: Any, resources: Any, cell_index: int) -> tuple[Any, Any]:
+        self._as_released = self._is_as_released(cell)
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def _is_as_released(self, cell: Any) -> bool:
+        from nbgrader.api import MissingEntry
+        from nbgrader.preprocessors import ClearHiddenTests
+
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id is None:
+            return False
+        try:
+            source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+        except MissingEntry:
+            return False
+        released = nbformat.v4.new_code_cell(source.source)
+        ClearHiddenTests(parent=self)._remove_hidden_test_region(released)
+        return cell.get("source", "") == released.source
+
+    def report_change(self, name: str, attr: str, old: Any, new: Any) -> None:
+        if attr == "checksum" and getattr(self, "_as_released", False):
+            self.log.debug("cell %s is as released (its hidden tests make the checksums differ): restored", name)
+            return
+        super().report_change(name, attr, old, new)
+
+
 # --- trusted autograding -------------------------------------------------------------------------------
 
 import atexit  # noqa: E402
@@ -71,7 +132,7 @@ from typing import Any  # noqa: E402
 from nbconvert.exporters import NotebookExporter  # noqa: E402
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output  # noqa: E402
 from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402
-from traitlets import Bool, Float, Int, Type  # noqa: E402
+from traitlets import Bool, Float, Int, List, Type  # noqa: E402
 
 
 RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json
@@ -230,8 +291,12 @@ class SubmissionExporter(NotebookExporter):
         key = (info["student"], info["assignment"], info["notebook"])
         try:
             nb = read_submission(filename)
+            foreign = _foreign(nb, info["db_url"], info["assignment"], info["notebook"])
         except UnreadableSubmission as why:
-            reason = say("unreadable_submission", file=filename, why=why)
+            foreign, reason = "", say("unreadable_submission", file=filename, why=why)
+        else:
+            reason = say("foreign_submission", file=filename, why=foreign) if foreign else ""
+        if reason:
             self.log.warning("%s", reason)
             _CLASSROOM.unreadable[key] = reason
             nb = placeholder_notebook(info["db_url"], info["assignment"], info["notebook"], reason)
@@ -259,6 +324,22 @@ class SubmissionExporter(NotebookExporter):
             _CLASSROOM.unreadable[key] = reason
             nb = placeholder_notebook(info["db_url"], info["assignment"], info["notebook"], reason)
             return self.from_notebook_node(nb, resources, **kw)
+
+
+def _foreign(nb: Any, db_url: str, assignment: str, notebook_id: str) -> str:
+    """Why a readable notebook is not this course's ``notebook_id`` (none of its cells is one of the exercise or
+    test cells the gradebook knows for it), or ""."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        notebook = gb.find_notebook(notebook_id, assignment)
+        ours = {c.name for c in notebook.grade_cells} | {c.name for c in notebook.solution_cells}
+    theirs = {str(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")) for cell in nb.cells
+              if isinstance(cell.get("metadata", {}).get("nbgrader"), dict)}
+    if not ours or theirs & ours:
+        return ""
+    return (f"none of its {len(nb.cells)} cells is an exercise or test cell of {notebook_id} "
+            "(another course's notebook, or another notebook under this name?)")
 
 
 def _not_the_notebooks_fault(exc: BaseException) -> bool:
@@ -300,6 +381,11 @@ class HideHiddenTests(NbGraderPreprocessor):
     in the cell's output (nbgrader's feedback otherwise shows their source, nbgrader issue #917)."""
 
     placeholder = "# hidden checks on other inputs: their names and outcomes are in the output below"
+    # nbconvert configures display_data_priority on every preprocessor (NbConvertBase); nbgrader's base class
+    # re-declares it without config=True, so traitlets warned "Config option `display_data_priority` not
+    # recognized by `HideHiddenTests`" on each generate_feedback. Declared configurable, as nbgrader's GetGrades does.
+    display_data_priority = List(["text/html", "application/pdf", "text/latex", "image/svg+xml", "image/png",
+                                  "image/jpeg", "text/plain"]).tag(config=True)
 
     def preprocess_cell(self, cell: Any, resources: dict[str, Any], index: int) -> tuple[Any, dict[str, Any]]:
         if cell.cell_type == "code" and cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
@@ -417,7 +503,7 @@ class TrustedExecute(NbGraderPreprocessor):
         self._save(result, info)
         if result.flags:
             self.log.warning("%s", say("flagged_notebook", name=name, what=flags_text(result.flags)))
-        if result.problem or result.restored:
+        if (result.problem and not unreadable) or result.restored:  # (an unreadable one: said when it was read)
             self.log.warning("%s: %s", name, "; ".join(filter(None, [result.problem, *(
                 ["restored " + ", ".join(result.restored)] if result.restored else [])])))
         self.log.info("%s: %g/%g points (trusted grading, %.1f s)", name, result.score, result.max_score, result.seconds)
