@@ -336,7 +336,7 @@ def _foreign(nb: Any, db_url: str, assignment: str, notebook_id: str) -> str:
         ours = {c.name for c in notebook.grade_cells} | {c.name for c in notebook.solution_cells}
     theirs = {str(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")) for cell in nb.cells
               if isinstance(cell.get("metadata", {}).get("nbgrader"), dict)}
-    if not ours or theirs & ours:
+    if not ours or not nb.cells or theirs & ours:  # (an empty notebook: nbgrader's sanitizing says so, below)
         return ""
     return (f"none of its {len(nb.cells)} cells is an exercise or test cell of {notebook_id} "
             "(another course's notebook, or another notebook under this name?)")
