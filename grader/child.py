@@ -117,10 +117,21 @@ class Guard:
         self.cell_values = [c.cell_contents for c in self.cells]
         self._code = operator.attrgetter("__code__", "__defaults__", "__kwdefaults__")
         self._contents = operator.attrgetter("cell_contents")
+        self._is_not = operator.is_not
+        # What restore() itself runs on: the builtins (any, map, len ...) and this module's globals. Put back
+        # first, with dict.update (a method of the real dicts, held here): nothing a notebook patched runs.
+        here = sys.modules[__name__]
+        self._first = [(builtins.__dict__, dict(builtins.__dict__), "builtins"),
+                       (here.__dict__, dict(here.__dict__), here.__name__)]
+        self._missing = MISSING
 
     def restore(self) -> list[str]:
         replaced: list[str] = []
-        is_not = operator.is_not
+        missing = self._missing
+        for namespace, kept, name in self._first:
+            replaced += [f"{name}.{k}" for k, v in kept.items() if namespace.get(k, missing) is not v]
+            namespace.update(kept)
+        is_not = self._is_not
         for owner, kept, keys, values, strict in self.namespaces:
             current = vars(owner)
             if not any(map(is_not, map(current.get, keys), values)) and (not strict or len(current) == len(kept)):
@@ -332,14 +343,17 @@ def run(plan: list[dict[str, Any]], address: str) -> None:
     """Execute the plan, reporting one message per event to the worker's socket at ``address``."""
     # Everything this loop calls is held in locals (of this frame and of closures only an audited gc walk or
     # frame access could reach): replacing grader.child.* or module globals from a cell changes nothing here.
-    dumps, encode = json.dumps, wire.encode
+    dumps, encode, as_text = json.dumps, wire.encode, repr
     new_socket, family, kind = _socket.socket, socket.AF_UNIX, socket.SOCK_STREAM  # C type: nothing to patch
     reporting = [False]
     position = [None]  # the plan item running now, for flags
     flagged: set[tuple[Any, str]] = set()
 
     def report(entry: dict[str, Any]) -> None:
-        data = (dumps(encode(entry)) + "\n").encode()
+        # Observations (tensors) go through wire.encode, right after the originals were put back; every other
+        # report is plain data, encoded by json's C encoder alone: a notebook's patched builtins cannot reach it.
+        plain = entry.get("event") != "observed"
+        data = ((dumps(entry, default=as_text) if plain else dumps(encode(entry))) + "\n").encode()
         reporting[0] = True  # only our own socket calls below are not flagged
         try:
             channel = new_socket(family, kind)

@@ -192,6 +192,7 @@ def _run_child(task: dict, folder: str, address: str, base_memory: int) -> int:
     pid = os.fork()
     if pid == 0:  # the child: a fresh process with torch already imported
         try:
+            signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a closed channel is an error to catch, not a death
             os.setsid()
             os.chdir(folder)
             for key, value in (("HOME", folder), ("MPLCONFIGDIR", folder), ("IPYTHONDIR", folder),
