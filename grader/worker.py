@@ -29,7 +29,6 @@ import os
 import resource
 import select
 import signal
-import socket
 import stat
 import sys
 import time
