@@ -167,11 +167,8 @@ class DiesLaterPool:
 '''
 
 
-@pytest.mark.slow
-@needs_sandbox
-def test_a_worker_that_never_becomes_ready_stops_autograde_before_anything_is_recorded(template, tmp_path):
-    from nbgrader.api import Gradebook
-
+def _autograde_two_honest_students_with(template, tmp_path, pool: str) -> tuple[Path, int, str]:
+    """Two honest students, autograded with one of NEVER_READY's stand-in pools: (course, exit status, log)."""
     root = tmp_path / "class"
     shutil.copytree(template, root, symlinks=True)
     honest = _honest(root, tmp_path / "built")
@@ -181,8 +178,16 @@ def test_a_worker_that_never_becomes_ready_stops_autograde_before_anything_is_re
     plugins.mkdir()
     (plugins / "never_ready.py").write_text(textwrap.dedent(NEVER_READY))
     env = {**course.nbgrader_env(), "PYTHONPATH": str(plugins)}
+    returncode, log = _autograde(root, f"--TrustedExecute.pool_class=never_ready.{pool}", env=env, timeout=120)
+    return root, returncode, log
 
-    returncode, log = _autograde(root, "--TrustedExecute.pool_class=never_ready.NeverReadyPool", env=env, timeout=120)
+
+@pytest.mark.slow
+@needs_sandbox
+def test_a_worker_that_never_becomes_ready_stops_autograde_before_anything_is_recorded(template, tmp_path):
+    from nbgrader.api import Gradebook
+
+    root, returncode, log = _autograde_two_honest_students_with(template, tmp_path, "NeverReadyPool")
 
     assert returncode != 0, log[-4000:]
     errors = [line for line in log.splitlines() if "never became ready" in line]
@@ -196,17 +201,7 @@ def test_a_worker_that_never_becomes_ready_stops_autograde_before_anything_is_re
 @pytest.mark.slow
 @needs_sandbox
 def test_a_worker_that_cannot_be_replaced_midway_stops_autograde_without_blaming_students(template, tmp_path):
-    root = tmp_path / "class"
-    shutil.copytree(template, root, symlinks=True)
-    honest = _honest(root, tmp_path / "built")
-    for student in ("a-honest", "b-honest"):
-        _hand_in(root, student, honest)
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    (plugins / "never_ready.py").write_text(textwrap.dedent(NEVER_READY))
-    env = {**course.nbgrader_env(), "PYTHONPATH": str(plugins)}
-
-    returncode, log = _autograde(root, "--TrustedExecute.pool_class=never_ready.DiesLaterPool", env=env, timeout=120)
+    root, returncode, log = _autograde_two_honest_students_with(template, tmp_path, "DiesLaterPool")
 
     assert returncode != 0, log[-4000:]
     errors = [line for line in log.splitlines() if "ERROR" in line]
