@@ -510,6 +510,106 @@ EN.update({
     ),
 })
 
+
+# --- notebook 4: today's custom-Function API (setup_context, torch.func, forward mode, markers) -------
+EN.update({
+    "wrong_outputs": Message(
+        "{name} returned a {type}, not {n_expected} tensors ({outputs}).",
+        "Return every output from forward as a tuple, in this order: `return {outputs}`.",
+    ),
+    "output_wrong": Message(
+        "the output `{output}` is wrong.",
+        "Compute `{output}` as the docstring says and compare with the numbers above on this small probe.",
+    ),
+    "output_wrong_dtype": Message(
+        "the output `{output}` has dtype {received_dtype}, expected {expected_dtype}.",
+        "Convert it to the input's dtype before returning it (e.g. `{output}.to(x.dtype)`).",
+    ),
+    "output_not_marked_non_differentiable": Message(
+        "the output `{output}` requires grad: autograd treats it as differentiable, so a loss that uses it sends "
+        "a gradient your backward ignores.",
+        "Call `ctx.mark_non_differentiable({output})` (in setup_context, or in forward); PyTorch marks integer outputs "
+        "for you, floating-point ones only when you say so.",
+    ),
+    "forward_overflow": Message(
+        "forward overflows: it returns {value} at x = {x}, where PyTorch's result is finite.",
+        "Rewrite the formula so that no intermediate overflows: eˣ is inf above x ≈ 709 in float64 (88 in float32). "
+        "For log(1 + eˣ) use max(x, 0) + log1p(e^(−|x|)).",
+    ),
+    "gradient_overflow": Message(
+        "the gradient for `{name}` overflows: it is {value} at x = {x}, where PyTorch's is finite.",
+        "Compute the derivative with a formula that stays finite (for softplus: torch.sigmoid(x), not eˣ / (1 + eˣ)).",
+    ),
+    "once_differentiable": Message(
+        "the second derivative is missing: backward is decorated with @once_differentiable, so the gradient it returns "
+        "under create_graph=True has no graph (no error is raised: torch.autograd.grad just cannot differentiate it).",
+        "Remove @once_differentiable: this Function must be differentiable twice, and its backward is already made of "
+        "differentiable PyTorch ops.",
+    ),
+    "forward_takes_ctx": Message(
+        "{cls} is written in the classic style (forward takes ctx), not in the setup_context style.",
+        "Write `forward(x)` without ctx and a separate `setup_context(ctx, inputs, output)` that saves what backward "
+        "and jvp need; torch.func (vmap, grad, jvp) requires this style.",
+    ),
+    "needs_setup_context": Message(
+        "torch.func cannot transform {cls}: forward takes ctx and there is no setup_context ({error}).",
+        "Move everything done with ctx out of forward into `setup_context(ctx, inputs, output)`, and define "
+        "`forward(x)` without ctx.",
+    ),
+    "no_vmap_rule": Message(
+        "torch.func.vmap cannot batch {cls}: it has no vmap rule.",
+        "Set `generate_vmap_rule = True` on the class (its forward, setup_context, backward and jvp must then be "
+        "written with PyTorch ops only), or write a `vmap(info, in_dims, x)` staticmethod.",
+    ),
+    "not_vmap_compatible": Message(
+        "torch.func.vmap could not run {cls}: {error}",
+        "With generate_vmap_rule = True, forward and backward run on batched tensors: no .item(), no Python `if` on "
+        "tensor values, no NumPy; use torch.where and other tensor ops instead.",
+    ),
+    "jvp_not_implemented": Message(
+        "{cls} has no jvp, so forward-mode AD (torch.func.jvp, dual tensors) cannot go through it.",
+        "Add `@staticmethod def jvp(ctx, x_t)` returning the output's tangent: dy = f'(x) · x_t.",
+    ),
+    "jvp_not_saved_for_forward": Message(
+        "jvp finds nothing in ctx.saved_tensors: tensors saved with save_for_backward are for backward only.",
+        "In setup_context, also call `ctx.save_for_forward(x)` for what jvp reads.",
+    ),
+    "jvp_no_tangent": Message(
+        "the output of {cls} has no tangent when its input is a {how}: forward mode did not go through your jvp.",
+        "Call the Function through `.apply`, and make jvp return the tangent of the output.",
+    ),
+    "jvp_wrong_shape": Message(
+        "jvp (through {how}) returns shape {received_shape}, expected the output's shape {expected_shape}.",
+        "jvp returns one tangent per output, shaped like that output: f'(x) * x_t elementwise.",
+    ),
+    "jvp_ignores_tangent": Message(
+        "jvp ignores the tangent x_t (through {how}): it returns the derivative alone.",
+        "Forward mode pushes a direction through: return f'(x) * x_t, not f'(x).",
+    ),
+    "jvp_wrong": Message(
+        "jvp (through {how}) does not give PyTorch's forward-mode derivative.",
+        "Re-derive d({formula})/dx: jvp must return f'(x) * x_t, with f' the same derivative backward uses.",
+    ),
+    "jvp_overflow": Message(
+        "jvp overflows: it returns {value} at x = {x}, where PyTorch's tangent is finite.",
+        "Use a derivative formula that stays finite for large |x| (for softplus, torch.sigmoid(x)).",
+    ),
+    "vmap_wrong_shape": Message(
+        "torch.func.vmap over {cls} returns shape {received_shape}, expected {expected_shape}.",
+        "A vmap rule returns (output, out_dims): the batch dimension must be where out_dims says (usually 0).",
+    ),
+    "vmap_wrong": Message(
+        "torch.func.vmap over {cls} differs from running it on one sample at a time.",
+        "Check your vmap rule: move the batch dimension (in_dims) to the front and return out_dims = 0; or use "
+        "generate_vmap_rule = True.",
+    ),
+    "vmap_grad_wrong": Message(
+        "per-sample gradients, torch.func.vmap(torch.func.grad(...)) over {cls}, differ from PyTorch's.",
+        "torch.func.grad runs your backward on batched tensors: it must use only PyTorch ops on what setup_context "
+        "saved (check the first-derivative check first).",
+    ),
+})
+
 TABLES: Mapping[str, Mapping[str, Message]] = {"en": EN}
 LANGUAGE = "en"
 

@@ -16,7 +16,8 @@ from typing import Any
 
 CHECK_FUNCTIONS = {
     "checks": {"forward": "forward", "first_derivatives": "first derivatives",
-               "second_derivatives": "second derivatives", "structure": "structure"},
+               "second_derivatives": "second derivatives", "structure": "structure",
+               "forward_mode": "forward mode", "vmap": "vmap"},
     "basics": {name: name for name in (
         "check_vjp", "check_vjp_keeps_grad", "check_mean_gradient", "check_mean_gradient_stale",
         "check_mean_gradient_copy", "check_second_derivative", "check_second_derivative_general")},
