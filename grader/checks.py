@@ -128,6 +128,9 @@ def _output(judge: _Judge, probe: Probe, obs: Obs) -> torch.Tensor:
     if obs.get("type") != "Tensor":  # e.g. a wrapper returning all of Sinh's outputs
         judge.fail("returns_tuple", probe, name=obs.get("name", "your function"), type=obs.get("type"))
     if not obs.get("has_graph"):
+        made = obs.get("made_by_function")
+        if len(judge.ex.outputs) > 1 and isinstance(made, list) and any(m is True for m in made[1:]):
+            judge.fail("first_output_marked_non_differentiable", probe, output=judge.ex.outputs[0])
         judge.fail("no_graph", probe)
     if obs.get("node") is None:
         found = str(obs.get("found"))
@@ -332,6 +335,8 @@ def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: li
         inputs = probe.fresh()
         expected = _reference_vjp(ex, inputs, v)
         unit = _reference_vjp(ex, probe.fresh(), torch.ones_like(v))
+        if ex.id == "sortvalues":
+            _fail_if_sort_gathers(judge, probe, v, expected[0], obs["vjp"]["grads"])
         _compare_gradients(judge, probe, _diff_names(probe, inputs), expected, obs["vjp"]["grads"], unit,
                            str(obs["raw"].get("cls")))
         if bool(torch.isfinite(out).all()):  # finite differences of an overflowing forward mean nothing
@@ -349,6 +354,9 @@ def _why_second_derivative_missing(ex: Exercise, obs: Obs) -> tuple[str, dict[st
                 return (mistake if mistake != "untracked_backward" else "backward_not_through_function",
                         {**fields, "classes": " / ".join(ex.backward_classes)})
             return dx.why_untracked_source(first["backward_node_sources"][k], first["backward_node_ctx_attrs"][k])
+    untracked = int(obs["forward"].get("saved_untracked") or 0)
+    if untracked > 0 and not ctx_attrs:  # observed, unlike the source patterns below: it comes first
+        return "intermediate_saved", {"count": untracked}
     return dx.why_untracked_source(obs.get("backward_source", ""), ctx_attrs)
 
 
@@ -384,6 +392,8 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
                              "inputs and grad_output")
         if not isinstance(obs["backward_source"], str):
             judge.fail("observation_missing", probe, key="backward's source")
+        if not isinstance(obs["once_differentiable"], bool):
+            judge.fail("observation_missing", probe, key="whether backward is once_differentiable")
         cls = str(obs["forward"].get("node"))
         for j, (name, e, r) in enumerate(_pairs(names, expected, received)):
             if r is None:
@@ -393,7 +403,7 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
                     judge.fail("extra_output_gradients_ignored", probe, name=name)
                 mistake, fields = (_why_second_derivative_missing(ex, obs) if name != "grad_output"
                                    else ("second_derivative_missing", {}))
-                if obs.get("once_differentiable") is True:
+                if obs["once_differentiable"] is True:
                     mistake, fields = "once_differentiable", {}
                 judge.fail(mistake, probe, name=name, where=f"d(your gradient)/d{name}", **fields)
             if not isinstance(r, torch.Tensor) or r.shape != e.shape:
@@ -415,6 +425,17 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
         if bool(torch.isfinite(out).all()):
             _judge_gradcheck(judge, probe, obs["gradgradcheck"], second=True)
     return "second derivatives match PyTorch's and gradgradcheck passes"
+
+
+def _fail_if_sort_gathers(judge: _Judge, probe: Probe, v: torch.Tensor, expected: torch.Tensor, grads: Any) -> None:
+    """SortValues' backward gathering grad_values with the permutation instead of scattering them back."""
+    received = grads[0] if isinstance(grads, (list, tuple)) and len(grads) == 1 else None
+    if not isinstance(received, torch.Tensor) or received.shape != expected.shape or _close(probe, received, expected):
+        return
+    indices = torch.sort(probe.inputs[0].detach(), dim=-1).indices
+    if _close(probe, received, v.gather(-1, indices)):
+        where, ev, rv = dx.worst_element(expected, received)
+        judge.fail("sort_gather_not_scatter", probe, where=f"gradient for `x` at {where}", expected=ev, received=rv)
 
 
 def _raw_gradients_right(ex: Exercise, probe: Probe, obs: Obs) -> bool:
@@ -445,7 +466,10 @@ def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs])
             for name, requires_grad in list(_pairs(ex.outputs, marks))[1:]:
                 if requires_grad is not False:
                     judge.fail("output_not_marked_non_differentiable", probe, output=name)
-        if ex.setup_context and obs["style"]["setup_context"] is not True:
+        style = obs["style"]["setup_context"]
+        if not isinstance(style, bool):
+            judge.fail("observation_missing", probe, key="the Function's style")
+        if ex.setup_context and style is not True:
             judge.fail("forward_takes_ctx", probe)
         _judge_raw(judge, probe, obs["raw"], values=False)  # values are the first-derivative check's job
         if ex.backward_classes:

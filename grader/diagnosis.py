@@ -224,6 +224,9 @@ EXCEPTION_PATTERNS: list[tuple[str, str]] = [
     (r"must override the setup_context staticmethod", "needs_setup_context"),
     (r"does not have vmap support", "no_vmap_rule"),
     (r"^vmap: |[Dd]ata-dependent control flow|vmap over calling|Batching rule not implemented", "not_vmap_compatible"),
+    (r"(?P<op>\w+)\(\): Expected dtype int[\w/]* for index", "index_not_integer"),
+    # NumPy (or anything reading the data pointer) on a batched tensor of vmap, which has no storage of its own
+    (r"Cannot access data pointer of Tensor that doesn't have storage", "not_vmap_compatible"),
     (r"marked with @once_differentiable", "once_differentiable"),
 ]
 

@@ -206,6 +206,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "numpy_in_backward": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
     "untracked_backward": (NB3, "1. What autograd records inside a custom Function"),
     "intermediates_on_ctx": (NB3, "4. Saving intermediate results: Sinh"),
+    "intermediate_saved": (NB3, "4. Saving intermediate results: Sinh"),
     "extra_output_gradients_ignored": (NB3, "4. Saving intermediate results: Sinh"),
     "backward_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
     "derivatives_right_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
@@ -223,6 +224,8 @@ SECTIONS: dict[str, tuple[str, str]] = {
                                  "`set_materialize_grads`, `mark_dirty`"),
     "output_not_marked_non_differentiable": (NB4, "6. Flags and markers: `once_differentiable`, "
                                                   "`mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`"),
+    "first_output_marked_non_differentiable": (NB4, "6. Flags and markers: `once_differentiable`, "
+                                                    "`mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`"),
 }
 
 EXERCISES: dict[str, Exercise] = {

@@ -173,6 +173,13 @@ EN: dict[str, Message] = {
         "Compute backward with PyTorch ops on the saved tensors (no .detach(), no NumPy, no torch.no_grad()); "
         "where a step cannot be tracked, wrap it in a custom Function with its own backward.",
     ),
+    "intermediate_saved": Message(
+        "the second derivative is missing: backward uses {count} tensor(s) saved with save_for_backward that forward "
+        "or setup_context computed itself (neither an input nor the output), which autograd did not record.",
+        "Save the inputs and the output itself (in setup_context: `inputs` and `output`, not a tensor computed again "
+        "there) and compute the rest in backward from them; or return an intermediate as an extra output and save "
+        "that (as Sinh does).",
+    ),
     "extra_output_gradients_ignored": Message(
         "Sinh.backward ignores the gradients of its extra outputs exp(x) and exp(-x).",
         "Add them: grad_x += grad_expx * expx and grad_x -= grad_expnegx * expnegx; double backward flows "
@@ -531,6 +538,24 @@ EN.update({
         "Call `ctx.mark_non_differentiable({output})` (in setup_context, or in forward); PyTorch marks integer outputs "
         "for you, floating-point ones only when you say so.",
     ),
+    "first_output_marked_non_differentiable": Message(
+        "the output `{output}` does not require grad although the other outputs of {cls} do: it is marked "
+        "non-differentiable, so no gradient can reach the input.",
+        "Mark only the outputs that are not differentiable (here the indices): `ctx.mark_non_differentiable(indices)`, "
+        "never `{output}`.",
+    ),
+    "sort_gather_not_scatter": Message(
+        "backward applies the sort permutation the wrong way round: it gathers grad_values with the indices, "
+        "where each gradient must go back to the position its value came from.",
+        "values[..., j] = x[..., indices[..., j]], so grad_x[..., indices[..., j]] = grad_values[..., j]: scatter it, "
+        "`torch.zeros_like(grad_values).scatter(-1, indices, grad_values)` (or gather with the inverse permutation, "
+        "`indices.argsort(dim=-1)`).",
+    ),
+    "index_not_integer": Message(
+        "{op}() needs an int64 index, and your backward gives it a floating-point tensor ({error}).",
+        "Save the permutation as integers for backward (`ctx.save_for_backward(indices.long())`, or torch.sort's own "
+        "int64 indices) and return the floating-point copy only as the output.",
+    ),
     "forward_overflow": Message(
         "forward overflows: it returns {value} at x = {x}, where PyTorch's result is finite.",
         "Rewrite the formula so that no intermediate overflows: eˣ is inf above x ≈ 709 in float64 (88 in float32). "
@@ -678,6 +703,18 @@ EN.update({
     "hvp_function_without_jvp": Message(
         "forward mode cannot go through one of your Functions: it has no jvp ({error_type}: {error}).",
         "Give that Function a jvp staticmethod (and save_for_forward what it reads); see its forward-mode check.",
+    ),
+    "hvp_function_not_twice_differentiable": Message(
+        "{function} is right on plain PyTorch functions, but differentiating twice through your {names} fails: "
+        "the gradient that {names}'s backward returns has no graph ({error_type}: {error}).",
+        "Check {names}'s second-derivative check: its backward must be made of differentiable PyTorch ops on what "
+        "it saved (no @once_differentiable, no .detach(), no torch.no_grad()).",
+    ),
+    "hvp_function_not_saved_for_forward": Message(
+        "{function} is right on plain PyTorch functions, but forward mode through your {names} fails: its jvp finds "
+        "nothing in ctx.saved_tensors ({error_type}: {error}).",
+        "In {names}'s setup_context, also call `ctx.save_for_forward(...)` for what jvp reads; see its forward-mode "
+        "check.",
     ),
     "penalty_changed_w_grad": Message(
         "{function} changed w.grad: it must return the penalty, not call .backward().",

@@ -113,7 +113,9 @@ def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple
                 and all(isinstance(o, torch.Tensor) for o in out)):
             return {"type": type(out).__name__, "name": getattr(fn, "__name__", "your function"),
                     "count": len(out) if isinstance(out, (tuple, list)) else 1}, None, None
-        extra = {"outputs": [detached(o) for o in out], "requires_grad": [bool(o.requires_grad) for o in out]}
+        extra = {"outputs": [detached(o) for o in out], "requires_grad": [bool(o.requires_grad) for o in out],
+                 "made_by_function": [o.grad_fn is not None and find_node(o, ex.classes, strict=True) is not None
+                                      for o in out]}
         out = out[0]
     if not isinstance(out, torch.Tensor):
         return {"type": type(out).__name__, "name": getattr(fn, "__name__", "your function")}, None, None
@@ -124,7 +126,19 @@ def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple
     if node is not None:
         obs["ctx_attrs"] = dx.tensor_attributes(node)
         obs["saved"] = len(saved)
+        obs["saved_untracked"] = untracked_saved(node)
     return obs, out, node
+
+
+def untracked_saved(node: Any) -> int:
+    """How many floating-point tensors the Function saved with save_for_backward have no graph: computed inside
+    forward or setup_context (where autograd records nothing), neither an input nor an output. Backward cannot be
+    differentiated through them (the second derivative goes missing, silently)."""
+    try:
+        return sum(1 for t in node.saved_tensors
+                   if isinstance(t, torch.Tensor) and t.is_floating_point() and not t.requires_grad)
+    except Exception:  # nothing saved yet readable (e.g. freed): no finding from it
+        return 0
 
 
 def _usable(obs: Obs) -> bool:

@@ -24,8 +24,8 @@ import torch.nn.functional as F
 
 from . import basics
 from .basics import (_Check, _Fail, _Malformed, _as_result, _bool_field, _close, _difference, _fail_if_modified,
-                     _fail_if_raised, _field, _grad_field, _invoke, _leaf, _plain, _rand, _result_record,
-                     _result_value, _tensor_field, _type_name)
+                     _fail_if_raised, _field, _first_line, _grad_field, _invoke, _leaf, _plain, _rand, _result_record,
+                     _result_value, _str_field, _tensor_field, _type_name)
 
 Obs = dict[str, Any]
 MAX_CALLS = 50  # calls of a probe function recorded (an HVP calls f once or twice)
@@ -126,6 +126,12 @@ def _hvp_setup(args: dict[str, Any]) -> list[tuple[_HvpProbe, None]]:
     return [(p, None) for p in _hvp_probes(args["sizes"], args["seed"])]
 
 
+def _hvp_forward_setup(args: dict[str, Any]) -> list[tuple[_HvpProbe, None]]:
+    """The probes of forward-over-reverse: not the one built from notebook 3's Square, Exp and Cube, which are
+    written in the classic style without jvp (torch.func and dual tensors cannot go through them)."""
+    return [(p, None) for p in _hvp_probes(args["sizes"], args["seed"]) if not p.optional]
+
+
 def _observe_hvp(fn: Callable[..., Any], p: _HvpProbe, stale: None, namespace: dict[str, Any] | None = None) -> Obs:
     ops = _student_ops(namespace, p.uses)
     if isinstance(ops, list):
@@ -155,6 +161,33 @@ def _calls(obs: Obs) -> list[Obs]:
     return calls
 
 
+def _fail_if_x_untracked(obs: Obs, calls: list[Obs]) -> None:
+    """f only ever ran on an x that autograd does not track (no requires_grad, no transform, no tangent): then
+    "does not require grad" means x was not made a tracked copy, not a missing create_graph."""
+    if "error" not in obs or not calls or any(c["tracked"] or c["dual"] or c["transforms"] for c in calls):
+        return
+    error = _field(obs, "error")
+    text = _str_field(error, "message") or ""
+    if "does not require grad" in text:
+        raise _Fail("hvp_x_not_tracked", error_type=_first_line(_str_field(error, "type") or "", 100) or "Exception",
+                    error=_first_line(text), code=_first_line(_str_field(error, "code", optional=True) or ""))
+
+
+def _fail_if_function_failed(p: _HvpProbe, obs: Obs) -> None:
+    """On a function built from the student's Functions (judged after the plain ones of its size passed), errors
+    that name what is wrong in those Functions, not in the HVP: a backward without a graph of its own ("does not
+    require grad"), a jvp reading ctx.saved_tensors that only save_for_backward filled (an empty tuple)."""
+    error = _field(obs, "error")
+    text = _str_field(error, "message") or ""
+    code = _first_line(_str_field(error, "code", optional=True) or "")
+    details = {"names": ", ".join(p.uses), "error_type": _first_line(_str_field(error, "type") or "", 100) or "Exception",
+               "error": _first_line(text), "code": code}
+    if "does not require grad" in text:
+        raise _Fail("hvp_function_not_twice_differentiable", **details)
+    if "got 0)" in text and (_str_field(error, "function") or "").endswith(".jvp"):
+        raise _Fail("hvp_function_not_saved_for_forward", **details)
+
+
 def _hvp_reference(p: _HvpProbe) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(H v, ∇f, H) at p.x, from PyTorch's own ops."""
     f = p.reference()
@@ -172,12 +205,15 @@ def _judge_hvp_probe(check: str, p: _HvpProbe, stale: None, obs: Obs) -> None:
         if p.optional:
             return  # not carried over from notebook 3: nothing to judge through them
         raise _Fail("hvp_needs_function", names=", ".join(missing), probe_function=p.desc)
+    calls = _calls(obs)
+    _fail_if_x_untracked(obs, calls)
+    if p.uses and "error" in obs:
+        _fail_if_function_failed(p, obs)
     _fail_if_raised("hvp", obs)
     _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"), requires_grad=True)
     if _bool_field(obs, "x_requires_grad") or _grad_field(obs, "x_grad_after", p.x.shape) is not None:
         raise _Fail("hvp_changed_x", where="x.requires_grad / x.grad", expected="False / None",
                     received="changed by your function")
-    calls = _calls(obs)
     expected, gradient, hess = _hvp_reference(p)
     got = _as_result(_field(obs, "result"), p.x.shape, "hvp_wrong_shape")
     if not _close(got, expected):
@@ -363,6 +399,8 @@ MISTAKES: dict[str, tuple[str, ...]] = {
     "hvp_no_create_graph": ("error_type", "error"),
     "hvp_function_needs_setup_context": ("error_type", "error"),
     "hvp_function_without_jvp": ("error_type", "error"),
+    "hvp_function_not_twice_differentiable": ("names", "error_type", "error"),
+    "hvp_function_not_saved_for_forward": ("names", "error_type", "error"),
     "penalty_changed_w_grad": (),
     "penalty_wrong_shape": ("received_shape", "expected_shape"),
     "penalty_norm_over_batch": (),
@@ -382,7 +420,7 @@ CHECKS = {
     "check_hvp": _Check("hvp", _HVP, _hvp_setup, _observe_hvp, _judge_hvp_probe,
                         "hvp: H v by double backward matches torch.func.hessian on {n} probes", uses_namespace=True),
     "check_hvp_forward_over_reverse": _Check(
-        "hvp", _HVP, _hvp_setup, _observe_hvp, _judge_hvp_probe,
+        "hvp", _HVP, _hvp_forward_setup, _observe_hvp, _judge_hvp_probe,
         "hvp_forward: H v by forward-over-reverse matches torch.func.hessian on {n} probes", uses_namespace=True),
     "check_penalty_value": _Check("penalty", _PENALTY, _penalty_setup, _observe_penalty, _judge_penalty_probe,
                                   "gradient_penalty: value matches PyTorch's on {n} probes", uses_namespace=True),

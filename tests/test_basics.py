@@ -519,7 +519,8 @@ def _assert_message_shape(failure: BaseException) -> None:
     else:
         heading = basics.MISTAKE_SECTIONS.get(finding.mistake, basics.SECTIONS[finding.exercise])
         assert lines[-1].endswith(f'(See section "{heading}".)'), lines[-1]
-        assert finding.probe.startswith(basics.SIGNATURES[finding.exercise] + " with "), finding.probe
+        signature = basics.SIGNATURES.get(finding.check) or basics.SIGNATURES[finding.exercise]
+        assert finding.probe.startswith(signature + " with "), finding.probe
     assert 2 <= len(lines) <= 7, message
     assert "Traceback" not in message and "basics.py" not in message
     assert not re.search(r"\{[a-z_]+\}", message), f"a template field was left unfilled:\n{message}"
@@ -535,18 +536,16 @@ def test_mismatch_message_names_element_and_values():
 
 
 def test_sections_exist_in_the_notebook():
+    """Notebook 1's exercises are taught in notebook 1, notebook 4's (grader/secondorder.py) in notebook 4."""
     if not NOTEBOOK.exists():
         pytest.skip("solutions notebook not built")
-    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    headings = {
-        line[3:].strip()
-        for cell in cells
-        if cell["cell_type"] == "markdown"
-        for line in "".join(cell["source"]).splitlines()
-        if line.startswith("## ")
-    }
+    headings = set()
+    for path in sorted(NOTEBOOK.parent.glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        headings |= {line[3:].strip() for cell in cells if cell["cell_type"] == "markdown"
+                     for line in "".join(cell["source"]).splitlines() if line.startswith("## ")}
     for title in [*basics.SECTIONS.values(), *basics.MISTAKE_SECTIONS.values()]:
-        assert title in headings
+        assert title in headings, title
 
 
 def test_notebook_test_cells_call_existing_checks():
@@ -626,8 +625,8 @@ def _same_data(a: Any, b: Any) -> bool:
 
 
 def test_registry_lists_every_public_check():
-    assert list(basics.CHECKS) == CHECK_NAMES
-    for name in CHECK_NAMES:
+    assert list(basics.CHECKS) == CHECK_NAMES + SECOND_ORDER_NAMES
+    for name in CHECK_NAMES + SECOND_ORDER_NAMES:
         assert callable(getattr(basics, name)) and name in basics.__all__
         assert basics.CHECKS[name].exercise in basics.SECTIONS
     assert {"observe", "judge", "CHECKS"} <= set(basics.__all__)
@@ -973,6 +972,18 @@ def test_every_registered_mistake_is_reached_by_a_wrong_answer_or_forged_observa
             with pytest.raises(CheckFailed) as info:
                 check(fn)
             reached.setdefault(info.value.finding.mistake, str(info.value))
+        for check, fn, ns, _ in SECOND_ORDER_WRONG:
+            with pytest.raises(CheckFailed) as info:
+                _second_order_check(check, fn, ns())
+            reached.setdefault(info.value.finding.mistake, str(info.value))
+        for entry in MISTAKES:
+            if entry.exercise in ("hvp", "penalty"):
+                ns = entry.load()
+                for suffix, cell in CELLS[entry.exercise].items():
+                    try:
+                        _second_order_check(cell.check, ns[cell.entry], ns)
+                    except CheckFailed as failure:
+                        reached.setdefault(failure.finding.mistake, str(failure))
     reached.setdefault("malformed_observations", str(_assert_rejected("check_vjp", None).render()))
     reached.setdefault("grader_error", str(_grader_error()))
     assert set(reached) == set(basics.MISTAKES), f"never reached: {sorted(set(basics.MISTAKES) - set(reached))}"
@@ -980,3 +991,183 @@ def test_every_registered_mistake_is_reached_by_a_wrong_answer_or_forged_observa
         title = messages.message(mistake).title.split("{")[0].strip()
         assert title in text, f"{mistake}: the message does not say the mistake's sentence {title!r}:\n{text}"
     capsys.readouterr()
+
+
+# ----------------------------------------------------------------------------------------------
+# notebook 4's function checks (grader/secondorder.py): their probes go through the notebook's own Functions
+
+from conftest import CELLS, EXAMPLES, MISTAKES, namespace_for, read_entry, solution_cells  # noqa: E402
+
+SECOND_ORDER_NAMES = ["check_hvp", "check_hvp_forward_over_reverse", "check_penalty_value", "check_penalty_gradient"]
+SECOND_ORDER_FUNCTION = {"check_hvp": "hvp", "check_hvp_forward_over_reverse": "hvp_forward",
+                         "check_penalty_value": "gradient_penalty", "check_penalty_gradient": "gradient_penalty"}
+
+
+def _notebook4(softplus: str | None = "solution") -> dict[str, Any]:
+    """Notebook 4's namespace as its checks see it: the instructor's Functions and answers, with Softplus replaced by
+    a catalogued mistake (``softplus``: its file name) or removed (None)."""
+    ns = namespace_for("hvp")
+    if softplus is None:
+        del ns["Softplus"]
+    elif softplus != "solution":
+        exec(read_entry(EXAMPLES / "mistakes" / f"{softplus}.py").source(), ns)
+    for exercise in ("hvp", "penalty"):
+        exec(solution_cells()[exercise].source, ns)
+    return ns
+
+
+def _second_order_check(check: str, fn: Callable[..., Any], ns: dict[str, Any]) -> str:
+    """The test cell's visible call, judged from its observations as the trusted grader does."""
+    return basics.judge(check, basics.observe(check, fn, namespace=ns))
+
+
+def hvp_diagonal(f, x, v):
+    x = x.detach().requires_grad_()
+    (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+    diagonal = torch.stack([torch.autograd.grad(g[i], x, retain_graph=True)[0][i] for i in range(x.numel())])
+    return diagonal * v
+
+
+def hvp_normalises_v(f, x, v):
+    x = x.detach().requires_grad_()
+    (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+    return torch.autograd.grad(g, x, v / v.norm())[0]
+
+
+def penalty_abs(f, w, x):
+    x = x.detach().requires_grad_()
+    (g,) = torch.autograd.grad(f(w, x).sum(), x, create_graph=True)
+    return (g.flatten(1).norm(dim=1) - 1).abs().mean()
+
+
+def penalty_half_detached(f, w, x):  # right value, half the gradient: one factor of the square is a constant
+    x = x.detach().requires_grad_()
+    (g,) = torch.autograd.grad(f(w, x).sum(), x, create_graph=True)
+    norms = g.flatten(1).norm(dim=1)
+    return ((norms.detach() - 1) * (norms - 1)).mean()
+
+
+def _answer(name: str) -> Callable[..., Any]:
+    return _notebook4()[name]
+
+
+# (check, the answer, the notebook's namespace, mistake): wrong answers or wrong Functions the catalogue leaves out
+SECOND_ORDER_WRONG: list[tuple[str, Callable[..., Any], Callable[[], dict[str, Any]], str]] = [
+    ("check_hvp", hvp_diagonal, _notebook4, "hvp_diagonal_only"),
+    ("check_hvp", hvp_normalises_v, _notebook4, "hvp_wrong"),
+    ("check_hvp", _answer("hvp"), lambda: _notebook4(None), "hvp_needs_function"),
+    ("check_hvp", _answer("hvp"), lambda: _notebook4("softplus-once-differentiable"),
+     "hvp_function_not_twice_differentiable"),
+    ("check_hvp", _answer("hvp"), lambda: _notebook4("softplus-derivative-sigmoid-minus-x"), "hvp_wrong_through_function"),
+    ("check_hvp_forward_over_reverse", _answer("hvp_forward"), lambda: _notebook4("softplus-classic-style"),
+     "hvp_function_needs_setup_context"),
+    ("check_hvp_forward_over_reverse", _answer("hvp_forward"), lambda: _notebook4("softplus-no-jvp"),
+     "hvp_function_without_jvp"),
+    ("check_hvp_forward_over_reverse", _answer("hvp_forward"), lambda: _notebook4("softplus-no-save-for-forward"),
+     "hvp_function_not_saved_for_forward"),
+    ("check_hvp_forward_over_reverse", _answer("hvp_forward"),
+     lambda: _notebook4("softplus-setup-context-recomputes-output"), "hvp_wrong_through_function"),
+    ("check_penalty_value", penalty_abs, _notebook4, "penalty_wrong"),
+    ("check_penalty_value", _answer("gradient_penalty"), lambda: _notebook4(None), "hvp_needs_function"),
+    ("check_penalty_value", _answer("gradient_penalty"), lambda: _notebook4("softplus-derivative-sigmoid-minus-x"),
+     "penalty_wrong_through_function"),
+    ("check_penalty_gradient", penalty_half_detached, _notebook4, "penalty_gradient_wrong"),
+    ("check_penalty_gradient", _answer("gradient_penalty"), lambda: _notebook4("softplus-once-differentiable"),
+     "penalty_gradient_wrong_through_function"),
+]
+
+
+@pytest.mark.parametrize("check, fn, ns, mistake", SECOND_ORDER_WRONG,
+                         ids=[f"{c}-{m}" for c, _, _, m in SECOND_ORDER_WRONG])
+def test_second_order_wrong_answers_and_wrong_functions_get_their_mistake(check, fn, ns, mistake):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(CheckFailed) as info:
+            _second_order_check(check, fn, ns())
+    assert info.value.finding.mistake == mistake, str(info.value)
+    _assert_message_shape(info.value)
+
+
+@pytest.mark.parametrize("check", SECOND_ORDER_NAMES)
+def test_second_order_checks_pass_the_solution_quietly_and_fast(check, capsys):
+    ns = _notebook4()
+    fn = ns[SECOND_ORDER_FUNCTION[check]]
+    _second_order_check(check, fn, ns)  # warm-up: torch.func loads lazily
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _second_order_check(check, fn, ns).startswith(("hvp", "gradient_penalty"))
+    assert time.perf_counter() - start < 0.3
+    assert capsys.readouterr() == ("", "")
+
+
+def _good_second_order(name: str) -> list[dict[str, Any]]:
+    ns = _notebook4()
+    observations = basics.observe(name, ns[SECOND_ORDER_FUNCTION[name]], namespace=ns)
+    basics.judge(name, copy.deepcopy(observations))  # the unforged observations pass
+    _walk(observations)
+    return observations
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER_NAMES)
+def test_second_order_forged_observation_lists_fail(name):
+    good = _good_second_order(name)
+    for forged in ([], None, {"0": good[0]}, good[:-1], good + [good[-1]], [None] * len(good), [{}] * len(good),
+                   [{"check": name, "probe": k} for k in range(len(good))], list(reversed(good))):
+        _assert_rejected(name, forged, "malformed")
+    forged = copy.deepcopy(good)
+    forged[0]["result"]["value"] = forged[0]["result"]["value"] + 1.0
+    assert _assert_rejected(name, forged).mistake not in ("malformed_observations", "grader_error")
+    forged[0]["result"]["value"] = forged[0]["result"]["value"].to_sparse()
+    _assert_rejected(name, forged, "malformed")
+    ns = _notebook4()  # observations of other probes (another seed) do not pass for these probes
+    _assert_rejected(name, basics.observe(name, ns[SECOND_ORDER_FUNCTION[name]], namespace=ns, seed=1))
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER_NAMES)
+def test_second_order_every_field_missing_or_of_the_wrong_type_fails(name):
+    good = _good_second_order(name)
+    for k in range(len(good)):
+        for key in sorted(good[k]):
+            forged = copy.deepcopy(good)
+            del forged[k][key]
+            if name == "check_penalty_value" and key in ("requires_grad", "gradient"):
+                basics.judge(name, forged)  # facts only the gradient check reads
+                continue
+            _assert_rejected(name, forged, "malformed", "malformed_observations")
+            for what, bad in _BAD_VALUES:
+                forged = copy.deepcopy(good)
+                forged[k][key] = bad
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")
+                    with pytest.raises(AssertionError):
+                        basics.judge(name, forged)
+                        pytest.fail(f"{name}: {key} = {what} in observation {k} passed")
+
+
+def test_second_order_forged_call_records_fail():
+    """How f was called (transforms, tangent, tracked input) is checked for its structure; a record that is not one
+    fails, and none can be added past the recorder's limit."""
+    good = _good_second_order("check_hvp_forward_over_reverse")
+    for bad in ([{"transforms": "Jvp", "dual": False, "tracked": True}], [{"transforms": [1], "dual": False,
+                                                                          "tracked": True}],
+                [{"transforms": [], "dual": 1, "tracked": True}], [{"transforms": []}], ["Jvp"],
+                [{"transforms": ["Jvp"], "dual": True, "tracked": True}] * 51):
+        forged = copy.deepcopy(good)
+        forged[0]["calls"] = bad
+        _assert_rejected("check_hvp_forward_over_reverse", forged, "malformed", "malformed_observations")
+
+
+def test_second_order_a_forged_missing_function_never_skips_a_probe_that_must_be_judged():
+    good = _good_second_order("check_hvp")
+    uses = [k for k, o in enumerate(good) if "Softplus" in str(basics.CHECKS["check_hvp"].setup(
+        {"sizes": (4,), "seed": 0})[k][0].uses)]
+    for k in uses:  # Softplus is required: "missing" fails the check
+        forged = copy.deepcopy(good)
+        forged[k] = {"check": "check_hvp", "probe": k, "missing": ["Softplus"]}
+        _assert_rejected("check_hvp", forged, "does not define Softplus", "hvp_needs_function")
+    for k in range(len(good)):  # a Function the probe does not use, or no name at all, is malformed
+        for missing in (["Linear"], [], "Softplus", [1]):
+            forged = copy.deepcopy(good)
+            forged[k] = {"check": "check_hvp", "probe": k, "missing": missing}
+            _assert_rejected("check_hvp", forged, "malformed", "malformed_observations")

@@ -8,36 +8,81 @@ import re
 
 import pytest
 
-from conftest import ALTERNATIVES, CHECK_OF_CELL, ENTRY, MISTAKES, CatalogueEntry, namespace_for, solution_cells
-from grader import checks, messages
+from conftest import (ALTERNATIVES, CELLS, ENTRY, ENTRY_NAME, MISTAKES, PENDING_CALLS, CatalogueEntry, cell_calls,
+                      namespace_for, solution_cells)
+from grader import basics, checks, messages
 from grader.diagnosis import CheckFailed
 from grader.exercises import EXERCISES
 
-
-# The shapes of the notebooks' visible and hidden checks: an expectation must hold on all of them.
-ALL_SHAPES = {"linear": [(4, 3, 2), (1, 5, 3), (7, 2, 6)]}
-UNARY_SHAPES = [(3, 3), (), (2, 5, 3)]
+GRADED = sorted(CELLS)  # every graded exercise: custom Functions (grader.checks) and functions (grader.basics)
 
 
-def outcomes(entry_exercise: str, ns: dict) -> dict[str, tuple[str, str]]:
-    """cell suffix -> (mistake id or 'pass', message) for the four checks, on the visible and hidden shapes."""
+def run_cell(exercise: str, suffix: str, ns: dict, visible_only: bool = False) -> None:
+    """What the test cell `<exercise>-<suffix>` does: its visible call, then its hidden ones (unless
+    ``visible_only``); raises CheckFailed. Functions are judged from their observations, as the trusted grader does."""
+    cell = CELLS[exercise][suffix]
+    calls = cell_calls(exercise, suffix)
+    for kwargs in calls[:1] if visible_only else calls:
+        if cell.module == "checks":
+            getattr(checks, cell.check)(exercise, ENTRY[exercise](ns), **kwargs)
+        else:
+            basics.judge(cell.check, basics.observe(cell.check, ns[cell.entry], namespace=ns, **kwargs), **kwargs)
+
+
+def outcomes(exercise: str, ns: dict) -> dict[str, tuple[str, str]]:
+    """cell suffix -> (mistake id or 'pass', message) for every test cell of the exercise, on the visible and
+    hidden arguments."""
     result = {}
-    shapes = ALL_SHAPES.get(entry_exercise, UNARY_SHAPES)
-    for suffix, check in CHECK_OF_CELL.items():
+    for suffix in CELLS[exercise]:
         try:
             with contextlib.redirect_stdout(io.StringIO()):
-                getattr(checks, check)(entry_exercise, ENTRY[entry_exercise](ns), shapes=shapes)
+                run_cell(exercise, suffix, ns)
             result[suffix] = ("pass", "")
         except CheckFailed as failure:
             result[suffix] = (failure.finding.mistake, str(failure))
     return result
 
 
-@pytest.mark.parametrize("exercise", sorted(EXERCISES))
-def test_instructor_solution_passes_every_check(exercise):
+def solution_namespace(exercise: str) -> dict:
     ns = namespace_for(exercise)
     exec(solution_cells()[exercise].source, ns)
-    assert {k: v[0] for k, v in outcomes(exercise, ns).items()} == {k: "pass" for k in CHECK_OF_CELL}
+    return ns
+
+
+@pytest.mark.parametrize("exercise", GRADED)
+def test_instructor_solution_passes_every_check(exercise):
+    got = outcomes(exercise, solution_namespace(exercise))
+    assert {k: v[0] for k, v in got.items()} == {k: "pass" for k in CELLS[exercise]}, got
+
+
+def test_every_graded_exercise_has_its_checks():
+    assert set(EXERCISES) <= set(CELLS) and {"hvp", "penalty"} <= set(CELLS)
+    for exercise, cells in CELLS.items():
+        for cell in cells.values():
+            assert callable(getattr(checks if cell.module == "checks" else basics, cell.check)), (exercise, cell)
+
+
+def test_the_checks_of_each_exercise_are_those_of_its_test_cells():
+    """The table the catalogue is judged with names what the solutions notebooks' test cells call, on the function
+    the answer cell defines; notebook 4's test calls have the arguments its contract states."""
+    from grader import testcells
+
+    cells = solution_cells()
+    for exercise, table in CELLS.items():
+        for suffix, cell in table.items():
+            grade_id = f"{exercise}-{suffix}"
+            assert grade_id in cells, f"no test cell {grade_id!r} in the solutions notebooks"
+            calls = testcells.parse(cells[grade_id].source, grade_id)
+            wanted = testcells.CHECK_FUNCTIONS[cell.module][cell.check]
+            assert {(c.module, c.check) for c in calls} == {(cell.module, wanted)}, grade_id
+            assert {c.entry for c in calls} == {ENTRY_NAME[exercise] if cell.module == "checks" else cell.entry}
+            if exercise in PENDING_CALLS and cell.module == "checks":
+                shapes = [tuple(s) for c in calls for s in c.kwargs["shapes"]]
+                assert shapes == PENDING_CALLS[exercise][0]["shapes"], (grade_id, shapes)
+            elif exercise in PENDING_CALLS:
+                arguments = [{"seed": 0, **{k: tuple(v) for k, v in c.kwargs.items() if k == "sizes"},
+                              **{k: v for k, v in c.kwargs.items() if k != "sizes"}} for c in calls]
+                assert arguments == PENDING_CALLS[exercise], (grade_id, arguments)
 
 
 @pytest.mark.parametrize("entry", ALTERNATIVES, ids=lambda e: e.id)
@@ -63,7 +108,7 @@ def test_each_mistake_gets_its_diagnosis(entry: CatalogueEntry):
 
 def test_catalogue_covers_at_least_fifteen_mistakes_across_all_exercises():
     assert len(MISTAKES) >= 15
-    assert {e.exercise for e in MISTAKES} == set(EXERCISES)
+    assert {e.exercise for e in MISTAKES} == set(GRADED)
     assert len({m for e in MISTAKES for m in e.expect.values()} - {"pass"}) >= 15
 
 
@@ -97,21 +142,24 @@ def test_self_checks_answer_well_under_a_second_after_the_first_one():
     import time
 
     timings = {}
-    for exercise in sorted(EXERCISES):
-        ns = namespace_for(exercise)
-        exec(solution_cells()[exercise].source, ns)
-        for suffix, check in CHECK_OF_CELL.items():
+    for exercise in GRADED:
+        ns = solution_namespace(exercise)
+        for suffix in CELLS[exercise]:
             with contextlib.redirect_stdout(io.StringIO()):
-                getattr(checks, check)(exercise, ENTRY[exercise](ns))  # warm-up: torch loads lazily once
+                run_cell(exercise, suffix, ns, visible_only=True)  # warm-up: torch loads lazily once
                 started = time.perf_counter()
-                getattr(checks, check)(exercise, ENTRY[exercise](ns))
+                run_cell(exercise, suffix, ns, visible_only=True)
             timings[f"{exercise}-{suffix}"] = time.perf_counter() - started
     slow = {k: round(v, 3) for k, v in timings.items() if v > 0.3}
     assert not slow, f"self-checks slower than 0.3 s: {slow}"
 
 
 def _pytorch_verdicts(entry: CatalogueEntry) -> str:
-    """What torch.autograd.gradcheck / gradgradcheck alone say about a catalogued mistake."""
+    """What PyTorch's own checks alone say about a catalogued mistake: for a custom Function,
+    torch.autograd.gradcheck / gradgradcheck; for a function (hvp, penalty), a comparison with PyTorch's own
+    result on a plain PyTorch function ("reference")."""
+    if entry.exercise not in EXERCISES:
+        return _reference_verdict(entry)
     import warnings
 
     import torch
@@ -142,9 +190,45 @@ def _pytorch_verdicts(entry: CatalogueEntry) -> str:
     return "gradgradcheck" if not all(ok for _, ok in verdicts) else "neither"
 
 
+def _reference_verdict(entry: CatalogueEntry) -> str:
+    """"reference" when the answer's numbers differ from PyTorch's own on a plain PyTorch function
+    (torch.autograd.functional.hvp; the penalty and its gradient with respect to w by autograd), else "neither"."""
+    import torch
+
+    from grader.secondorder import penalty_reference
+
+    ns = entry.load()
+    gen = torch.Generator().manual_seed(1)
+    x, v = torch.randn(5, generator=gen, dtype=torch.float64), torch.randn(5, generator=gen, dtype=torch.float64)
+    try:
+        if entry.exercise == "hvp":
+            def f(t):
+                return (torch.sin(t) * t**2).sum() + (t[1:] * t[:-1]).sum()
+
+            expected = torch.autograd.functional.hvp(f, x, v)[1]
+            results = [ns[name](f, x.clone(), v.clone()) for name in ("hvp", "hvp_forward")]
+            same = all(isinstance(r, torch.Tensor) and r.shape == expected.shape and torch.allclose(r, expected)
+                       for r in results)
+        else:
+            def model(w, t):
+                return torch.tanh(t @ w) + (t**2).sum(1) * w.sum()
+
+            w = torch.randn(3, generator=gen, dtype=torch.float64, requires_grad=True)
+            batch = torch.randn(4, 3, generator=gen, dtype=torch.float64)
+            expected = penalty_reference(model, w, batch)
+            got = ns["gradient_penalty"](model, w, batch.clone())
+            same = (isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.allclose(got, expected)
+                    and got.requires_grad and torch.allclose(torch.autograd.grad(got, w)[0],
+                                                             torch.autograd.grad(expected, w)[0]))
+    except Exception:
+        same = False
+    return "neither" if same else "reference"
+
+
 @pytest.mark.parametrize("entry", MISTAKES, ids=lambda e: e.id)
 def test_the_catalogue_says_truly_which_pytorch_check_notices_each_mistake(entry: CatalogueEntry):
-    assert entry.caught_by in ("gradcheck", "gradgradcheck", "neither"), f"{entry.path}: add '# caught-by:'"
+    kinds = ("gradcheck", "gradgradcheck", "neither") if entry.exercise in EXERCISES else ("reference", "neither")
+    assert entry.caught_by in kinds, f"{entry.path}: add '# caught-by:' (one of {', '.join(kinds)})"
     assert _pytorch_verdicts(entry) == entry.caught_by
 
 
