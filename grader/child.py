@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import _socket
 import builtins
+import dataclasses
 import io
 import json
 import operator
@@ -42,9 +43,15 @@ import torch
 import torch.autograd.function as autograd_function
 
 import torch._dynamo  # torch.func.grad imports it, and it rebinds torch.manual_seed: once, here, before the guard
+import torch._export.utils
+import torch._functorch.eager_transforms
+import torch._functorch.predispatch
 import torch._functorch.pyfunctorch
 import torch.autograd.forward_ad
+import torch.autograd.profiler
 import torch.func
+
+torch._functorch.predispatch.lazy_load_decompositions()  # vmap loads them on first use: once, here, before the guard
 
 from . import basics, diagnosis, exercises, observe, secondorder, wire
 from .exercises import get
@@ -53,19 +60,44 @@ GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
 TRUSTED_CODE = tuple({os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.__file__))})
 MISSING = object()
 
+# What torch.func's transforms (jvp, vmap, grad) and forward mode (dual tensors) run through, down to the C
+# functions and classes they call: the checks of notebook 4 observe through all of it. (Their config modules
+# change legitimately; AOT autograd is not used in eager mode.)
+FUNCTORCH_PREFIXES = ("torch._functorch", "torch.func", "torch.autograd", "torch.utils._pytree", "torch._export.utils",
+                      "torch.overrides")
+FUNCTORCH_NAMESPACES: list[Any] = sorted(
+    (module for name, module in list(sys.modules.items())
+     if name.startswith(FUNCTORCH_PREFIXES) and not name.endswith(".config") and "._aot_autograd" not in name
+     and type(module).__name__ == "module"),
+    key=lambda module: module.__name__)
+FUNCTORCH_NAMESPACES += [torch._VF, torch._C._functorch, torch._C._functorch.CInterpreter,
+                         torch._C._functorch.TransformType]
+
 # Namespaces whose every entry is put back (module dicts; class dicts for classes).
 GUARDED_NAMESPACES: list[Any] = [
     builtins, torch, torch.Tensor, torch.autograd, autograd_function, torch.autograd.graph,
     torch.autograd.gradcheck, torch.nn.functional, json, os, socket, wire, observe, basics, diagnosis, exercises,
-    secondorder, torch.func, torch.autograd.forward_ad, torch._functorch.pyfunctorch, autograd_function.Function, autograd_function.BackwardCFunction, torch.autograd.graph.saved_tensors_hooks,
+    secondorder, autograd_function.Function, autograd_function.BackwardCFunction, torch.autograd.graph.saved_tensors_hooks,
+    *[m for m in FUNCTORCH_NAMESPACES if m not in (torch.autograd, autograd_function, torch.autograd.graph,
+                                                     torch.autograd.gradcheck)],
 ]
 # Names torch itself rebinds while running, not the notebook: set_default_dtype rebinds torch.Storage, and
 # forward_ad.dual_level() keeps the current level in a module global (putting it back mid-observation breaks forward
 # mode: "Dual level must be a positive number").
-REBOUND_BY_TORCH = {(torch, "Storage"), (torch.autograd.forward_ad, "_current_level")}
+REBOUND_BY_TORCH = frozenset({
+    (torch, "Storage"), (torch.autograd.forward_ad, "_current_level"),
+    (torch._functorch.eager_transforms, "JVP_NESTING"),  # torch.func.jvp's nesting depth
+    (torch.autograd.graph, "_allow_mutation_on_saved_tensors_enabled"),
+    (torch.autograd.profiler, "_is_profiler_enabled"), (torch.autograd.profiler, "_cupti_monitor_checked"),
+    (torch.autograd.profiler, "_cupti_monitor_module"), (torch._export.utils, "_DISABLE_ATEN_TO_ASSERTION_PASS"),
+})
 # Where an added name matters (it shadows a builtin or a base class's method): additions are removed there.
 # Elsewhere (torch's packages) an addition is usually a submodule imported later, which must stay.
-ADDITIONS_REMOVED = (builtins, wire, observe, basics, diagnosis, exercises, secondorder, sys.modules[__name__])
+# torch._VF finds its functions through __getattr__: anything in its dict was put there. Anywhere, an added name that
+# shadows a builtin (`isinstance`, `len` ...) for the module's own functions is removed too.
+ADDITIONS_REMOVED = (builtins, wire, observe, basics, diagnosis, exercises, secondorder, torch._VF,
+                     sys.modules[__name__])
+BUILTIN_NAMES = frozenset(vars(builtins))
 
 # Audit events no honest answer raises (measured on the course's solutions, the catalogue and alternatives).
 ALWAYS_FLAGGED = {
@@ -78,14 +110,8 @@ ALWAYS_FLAGGED = {
     "sys.settrace": "a trace hook (sys.settrace)",
     "sys.setprofile": "a profile hook (sys.setprofile)",
 }
-FRAME_ATTRIBUTES = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"}
+FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 PROC_DESCRIPTORS = ("/proc/", "/dev/fd")
-
-
-def _is_student_file(filename: str) -> bool:
-    """Code that is neither the Python install, the venv, nor a frozen module: a notebook cell or a file it wrote."""
-    return not (filename.startswith("<frozen") or os.path.abspath(filename).startswith(TRUSTED_CODE)) \
-        or filename.startswith(GRADER_DIR)
 
 
 def _grader_functions() -> list[Any]:
@@ -95,6 +121,20 @@ def _grader_functions() -> list[Any]:
             if getattr(value, "__module__", None) == module.__name__ and hasattr(value, "__code__"):
                 found.append(value)
     return found
+
+
+def _grader_tables() -> list[Any]:
+    """The grader's tables (its modules' dicts and lists: registries of checks, observers, exercises, patterns) and
+    the frozen dataclasses they hold (object.__setattr__ changes those all the same): containers whose contents a
+    notebook could change in place, where the guard's identity check of module attributes sees nothing."""
+    tables: list[Any] = []
+    for module in (observe, basics, wire, diagnosis, exercises, secondorder):
+        for value in list(vars(module).values()):
+            if type(value) in (dict, list):
+                tables.append(value)
+                items = value.values() if type(value) is dict else value
+                tables += [vars(item) for item in items if dataclasses.is_dataclass(item) and not isinstance(item, type)]
+    return tables
 
 
 def _cell_filled(cell: Any) -> bool:
@@ -109,18 +149,20 @@ class Guard:
     """The originals of everything observing relies on; ``restore()`` puts them back and says what changed.
 
     ``restore`` runs after every return from student code during an observation, so its common case (nothing
-    changed) is a handful of C-level passes: about 0.1 ms for ~3,000 names and ~130 functions."""
+    changed) is a handful of C-level passes: about 0.8 ms for ~6,000 names and ~150 functions."""
 
     def __init__(self, extra_functions: list[Any] = ()) -> None:  # type: ignore[assignment]
         self.namespaces = []
         for owner in [*GUARDED_NAMESPACES, sys.modules[__name__]]:
             kept = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
             strict = isinstance(owner, type) or owner in ADDITIONS_REMOVED  # additions removed too
-            self.namespaces.append((owner, kept, tuple(kept), tuple(kept.values()), strict))
+            self.namespaces.append([owner, kept, tuple(kept), tuple(kept.values()), strict])
         functions = [*_grader_functions(), *extra_functions]
         self.functions = functions
         self.codes = [(fn.__code__, fn.__defaults__, fn.__kwdefaults__) for fn in functions]
         self.cells = [c for fn in functions for c in (fn.__closure__ or ()) if _cell_filled(c)]
+        self.cell_owners = [f"{fn.__module__}.{fn.__qualname__}" for fn in functions
+                            for c in (fn.__closure__ or ()) if _cell_filled(c)]
         self.cell_values = [c.cell_contents for c in self.cells]
         self._code = operator.attrgetter("__code__", "__defaults__", "__kwdefaults__")
         self._contents = operator.attrgetter("cell_contents")
@@ -131,6 +173,7 @@ class Guard:
         self._first = [(builtins.__dict__, dict(builtins.__dict__), "builtins"),
                        (here.__dict__, dict(here.__dict__), here.__name__)]
         self._missing = MISSING
+        self.tables = [(table, dict(table) if type(table) is dict else list(table)) for table in _grader_tables()]
 
     def restore(self) -> list[str]:
         replaced: list[str] = []
@@ -139,19 +182,35 @@ class Guard:
             replaced += [f"{name}.{k}" for k, v in kept.items() if namespace.get(k, missing) is not v]
             namespace.update(kept)
         is_not = self._is_not
-        for owner, kept, keys, values, strict in self.namespaces:
+        for entry in self.namespaces:
+            owner, kept, keys, values, strict = entry
             current = vars(owner)
-            if not any(map(is_not, map(current.get, keys), values)) and (not strict or len(current) == len(kept)):
+            if not any(map(is_not, map(current.get, keys), values)) and len(current) == len(kept):
                 continue
             name = getattr(owner, "__name__", str(owner))
-            if strict:
-                for key in [k for k in current if k not in kept]:
+            for key in [k for k in current if k not in kept]:
+                if strict or key in BUILTIN_NAMES:
                     replaced.append(f"{name}.{key} (added)")
                     _set(owner, key, MISSING)
             for key, value in kept.items():
                 if current.get(key, MISSING) is not value:
                     replaced.append(f"{name}.{key}")
                     _set(owner, key, value)
+            if len(vars(owner)) != len(kept):  # what stays added (a submodule imported since) is kept from now on
+                adopted = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
+                entry[1:4] = adopted, tuple(adopted), tuple(adopted.values())
+        for table, kept_table in self.tables:
+            if type(table) is dict:
+                changed = len(table) != len(kept_table) or any(map(is_not, map(table.get, kept_table), kept_table.values()))
+            else:
+                changed = len(table) != len(kept_table) or any(map(is_not, table, kept_table))
+            if changed:
+                replaced.append("the contents of a table of the grader's")
+                if type(table) is dict:
+                    dict.clear(table)
+                    dict.update(table, kept_table)
+                else:
+                    list.__setitem__(table, slice(None), kept_table)
         codes = list(map(self._code, self.functions))
         if codes != self.codes:  # tuples of code objects and defaults: compared by identity first
             for fn, now, kept_code in zip(self.functions, codes, self.codes):
@@ -163,9 +222,14 @@ class Guard:
         except ValueError:  # a cell emptied
             changed = True
         if changed:
-            replaced.append("the state of the grader's functions (closure cells)")
-            for cell, value in zip(self.cells, self.cell_values):
-                cell.cell_contents = value
+            for cell, value, owner in zip(self.cells, self.cell_values, self.cell_owners):
+                try:
+                    same = cell.cell_contents is value
+                except ValueError:  # emptied
+                    same = False
+                if not same:
+                    replaced.append(f"the state of {owner} (closure cells)")
+                    cell.cell_contents = value
         return replaced
 
 
@@ -352,6 +416,7 @@ def run(plan: list[dict[str, Any]], address: str) -> None:
     # frame access could reach): replacing grader.child.* or module globals from a cell changes nothing here.
     dumps, encode, as_text = json.dumps, wire.encode, repr
     new_socket, family, kind = _socket.socket, socket.AF_UNIX, socket.SOCK_STREAM  # C type: nothing to patch
+    suspicious, length, os_error, any_error = _suspicion(), len, OSError, Exception  # builtins a cell may rebind
     reporting = [False]
     position = [None]  # the plan item running now, for flags
     flagged: set[tuple[Any, str]] = set()
@@ -369,13 +434,13 @@ def run(plan: list[dict[str, Any]], address: str) -> None:
                 channel.sendall(data)
             finally:
                 channel.close()
-        except OSError:
+        except os_error:
             pass  # the worker is gone: nothing left to tell
         finally:
             reporting[0] = False
 
     def flag(what: str) -> None:
-        if (position[0], what) not in flagged and len(flagged) < 50:
+        if (position[0], what) not in flagged and length(flagged) < 50:
             flagged.add((position[0], what))
             report({"event": "flag", "index": position[0], "what": what})
 
@@ -386,17 +451,17 @@ def run(plan: list[dict[str, Any]], address: str) -> None:
             return
         busy[0] = True
         try:
-            what = _suspicious(event, args)
+            what = suspicious(event, args)
             if what:
                 flag(what)
-        except Exception:
+        except any_error:
             pass  # the hook must never break the notebook
         finally:
             busy[0] = False
 
     current: list[Any] = [None]
     wrappers = _install_function_guards(current)
-    guard = Guard(extra_functions=[*wrappers, report, flag, audit])
+    guard = Guard(extra_functions=[*wrappers, report, flag, audit, suspicious])
     restore_all, observe_one, set_trace, set_profile = guard.restore, observe_call, sys.settrace, sys.setprofile
     restored: list[str] = []
 
@@ -449,31 +514,60 @@ def main(plan_path: str, address: str) -> None:
     run(plan, "\0" + address[1:] if address.startswith("@") else address)  # "@name": an abstract socket
 
 
-def _suspicious(event: str, args: tuple[Any, ...]) -> str:
-    """What an audit event attempted, if no honest answer does it; else ""."""
-    if event in ALWAYS_FLAGGED:
-        return ALWAYS_FLAGGED[event]
-    if event.startswith("ctypes."):
-        return f"ctypes ({event}): raw memory access"
-    if event.startswith("socket.") and event != "socket.getaddrinfo":
-        return f"a socket ({event})"
-    if event == "sys._getframe":
-        code = args[0].f_code
-        caller = sys._getframe(2).f_code
-        if _is_student_file(code.co_filename) or (caller.co_name == "walk_stack" and caller.co_filename.endswith("traceback.py")):
-            return "frame access (sys._getframe) to student or grader frames"
+def _suspicion() -> Callable[[str, tuple[Any, ...]], str]:
+    """The audit hook's judgement of an event: what it attempted, if no honest answer does it; else "".
+
+    What it reads is taken into its closure when the child starts, before any notebook code: its own copies of the
+    tables, C functions and methods, strings. A cell that replaces this module's functions, empties its tables or
+    rebinds builtins (len, isinstance) or os.path changes nothing it decides; the closure itself is reachable only
+    through gc walks and frames, which it flags."""
+    always = dict(ALWAYS_FLAGGED)
+    flagged_event, frame_attributes = always.get, frozenset(FRAME_ATTRIBUTES)
+    proc_descriptors, grader_dir, trusted_code = tuple(PROC_DESCRIPTORS), str(GRADER_DIR), tuple(TRUSTED_CODE)
+    get_frame, is_instance, length, text_type, bytes_type = sys._getframe, isinstance, len, str, bytes
+    decode = bytes.decode
+
+    def student_file(filename: Any) -> bool:
+        """Code that is neither the Python install, the venv, nor a frozen module: a notebook cell or a file it wrote
+        (a path that is not absolute, or has "." or ".." parts, counts as the notebook's: no os.path here)."""
+        if not is_instance(filename, text_type):
+            return True
+        if filename.startswith(grader_dir):
+            return True
+        if filename.startswith("<frozen"):
+            return False
+        return not (filename.startswith(trusted_code) and "/../" not in filename and "/./" not in filename)
+
+    def suspicious(event: str, args: tuple[Any, ...]) -> str:
+        what = flagged_event(event)
+        if what:
+            return what
+        if event.startswith("ctypes."):
+            return f"ctypes ({event}): raw memory access"
+        if event.startswith("socket.") and event != "socket.getaddrinfo":
+            return f"a socket ({event})"
+        if event == "sys._getframe":
+            code = args[0].f_code
+            caller = get_frame(2).f_code
+            if student_file(code.co_filename) or (caller.co_name == "walk_stack"
+                                                  and caller.co_filename.endswith("traceback.py")):
+                return "frame access (sys._getframe) to student or grader frames"
+            return ""
+        if event == "object.__getattr__" and length(args) > 1 and args[1] in frame_attributes:
+            caller = get_frame(2).f_code.co_filename
+            return f"frame access ({args[1]})" if student_file(caller) and not caller.startswith(grader_dir) else ""
+        if event == "open" and args:
+            path = args[0]
+            # (an open by descriptor number is not flagged: this process holds no descriptor of the grader's,
+            # and the standard library opens its own pipes that way, e.g. subprocess)
+            text = path if is_instance(path, text_type) else (
+                decode(path, "utf-8", "surrogateescape") if is_instance(path, bytes_type) else "")
+            if text.startswith(proc_descriptors) and ("/fd" in text or "/mem" in text or "/map_files" in text
+                                                      or "/task/" in text):
+                return f"opening {text[:60]}"
         return ""
-    if event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRIBUTES:
-        caller = sys._getframe(2).f_code.co_filename
-        return f"frame access ({args[1]})" if _is_student_file(caller) and not caller.startswith(GRADER_DIR) else ""
-    if event == "open" and args:
-        path = args[0]
-        # (an open by descriptor number is not flagged: this process holds no descriptor of the grader's,
-        # and the standard library opens its own pipes that way, e.g. subprocess)
-        text = os.fsdecode(path) if isinstance(path, (str, bytes)) else ""
-        if text.startswith(PROC_DESCRIPTORS) and any(p in text for p in ("/fd", "/mem", "/map_files", "/task/")):
-            return f"opening {text[:60]}"
-    return ""
+
+    return suspicious
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ forward-over-reverse and "the whole Hessian, then a product" apart.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -52,32 +53,55 @@ def _student_ops(namespace: dict[str, Any] | None, names: Sequence[str]) -> dict
     return missing or found
 
 
-def _call_record(args: Sequence[Any]) -> Obs:
-    """How a probe function was called: transforms active, a forward-mode tangent, the input tracked by autograd."""
-    from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
-    from torch.autograd import forward_ad
+# What a probe function records with, taken when this module is imported (and put back before each observation):
+# C functions and C methods, held in the probe function's closure, so that nothing a notebook rebinds during a call
+# of f (torch._functorch, forward_ad, torch._C._functorch's classes, builtins) changes what is recorded.
+_TRANSFORM = torch._C._functorch.TransformType
+_TRANSFORM_NAMES = {int(getattr(_TRANSFORM, name)): name for name in ("Grad", "Jvp", "Vmap", "Functionalize")}
+_RECORDING = (torch._C._functorch.get_interpreter_stack, torch._C._functorch.CInterpreter.key, _TRANSFORM.__int__,
+              tuple(_TRANSFORM_NAMES.get(k, "Other") for k in range(max(_TRANSFORM_NAMES) + 1)),  # immutable
+              torch._C._VariableFunctions._unpack_dual, vars(torch.autograd.forward_ad), torch.Tensor, isinstance,
+              len, bool, list.append, Exception, MAX_CALLS)
 
-    x = next((a for a in args if isinstance(a, torch.Tensor)), None)
-    try:
-        transforms = [str(i.key()).rsplit(".", 1)[-1] for i in retrieve_all_functorch_interpreters()]
-    except Exception:
-        transforms = []
-    dual = False
-    if x is not None:
-        try:
-            dual = forward_ad.unpack_dual(x).tangent is not None
-        except Exception:
-            dual = False
-    return {"transforms": transforms, "dual": dual, "tracked": bool(x is not None and x.requires_grad)}
+
+def _opaque(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` behind a C-level wrapper that offers no way back to it: no ``__wrapped__``, ``__closure__`` or
+    ``__globals__`` to reach the records ``fn`` keeps, or the grader's module, from the student's code it is given
+    to (gc and frames would, and those are flagged). ``lru_cache(maxsize=0)`` caches nothing: each call goes to fn."""
+    wrapper = functools.lru_cache(maxsize=0)(fn)
+    del wrapper.__wrapped__
+    return wrapper
 
 
 def _recording(f: Callable[..., torch.Tensor], calls: list[Obs]) -> Callable[..., torch.Tensor]:
+    """f, recording in ``calls`` how each call came: under which torch.func transforms (grad, jvp, vmap), with a
+    forward-mode tangent (a dual tensor) or not, on an input autograd tracks or not."""
+    (stack, key, as_int, names, unpack_dual, forward_ad, tensor, is_instance, length, as_bool, append, error,
+     limit) = _RECORDING
+
     def probe_function(*args: Any) -> torch.Tensor:
-        if len(calls) < MAX_CALLS:
-            calls.append(_call_record(args))
+        if length(calls) < limit:
+            x = None
+            for arg in args:
+                if is_instance(arg, tensor):
+                    x = arg
+                    break
+            try:
+                transforms = [names[as_int(key(interpreter))] for interpreter in stack() or ()]
+            except error:
+                transforms = []
+            dual = False
+            level = forward_ad.get("_current_level", -1)
+            if x is not None and is_instance(level, int) and level >= 0:
+                try:
+                    dual = unpack_dual(x, level=level)[1] is not None
+                except error:
+                    dual = False
+            append(calls, {"transforms": transforms, "dual": dual,
+                           "tracked": x is not None and as_bool(x.requires_grad)})
         return f(*args)
 
-    return probe_function
+    return _opaque(probe_function)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -291,13 +315,15 @@ def _observe_penalty(fn: Callable[..., Any], p: _PenaltyProbe, stale: None,
     if isinstance(ops, list):
         return {"missing": ops}
     w, x = _leaf(p.w), p.x.clone()
-    error, result = _invoke(fn, (p.make(ops), w, x))
+    error, result = _invoke(fn, (_opaque(p.make(ops)), w, x))
     obs: Obs = {"w_after": _plain(w), "x_after": _plain(x), "w_grad_after": None if w.grad is None else _plain(w.grad)}
     if error is not None:
         obs["error"] = error
         return obs
     obs["result"] = _result_record(result)
     if isinstance(result, torch.Tensor):
+        with torch._C.DisableTorchFunctionSubclass():  # a subclass's own methods answer nothing below
+            result = result.as_subclass(torch.Tensor)
         obs["requires_grad"] = bool(result.requires_grad)
         if result.requires_grad and result.numel() == 1:
             gradient_error, grads = _invoke(lambda: torch.autograd.grad(result.sum(), w, allow_unused=True), ())

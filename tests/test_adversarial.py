@@ -148,8 +148,17 @@ def alternative_case(path: Path) -> Case:
                 flagged=(), name=f"alternative-{path.stem}")
 
 
-CASES = [read_case(p) for p in sorted(CASES_DIR.glob("*.py"))] + [
-    alternative_case(p) for p in sorted(ALTERNATIVES_DIR.glob("*.py"))]
+def _notebook_header(path: Path) -> str:
+    match = re.search(r"^# notebook: (\S+)", path.read_text(encoding="utf-8"), re.M)
+    return match.group(1) if match else ""
+
+
+# Cases of a notebook not in solutions/ yet (notebook 4 while it is written) wait for it: the well-formedness test
+# below fails meanwhile.
+WAITING = [p for p in sorted(CASES_DIR.glob("*.py")) if _notebook_header(p) not in (*NOTEBOOKS, "all")]
+CASES = [read_case(p) for p in sorted(CASES_DIR.glob("*.py")) if p not in WAITING] + [
+    alternative_case(p) for p in sorted(ALTERNATIVES_DIR.glob("*.py"))
+    if re.search(r"^# exercise: (\S+)", p.read_text(encoding="utf-8"), re.M).group(1) in _exercises()]
 CLASSES = sorted({c for case in CASES for c in case.classes})
 
 
@@ -520,6 +529,7 @@ _report(seen=seen, sqlite3=sqlite3.__file__)
 
 
 def test_every_case_file_is_well_formed():
+    assert not WAITING, f"cases of notebooks not in solutions/: {[p.name for p in WAITING]}"
     exercises = _exercises()
     answer_cells = set(_solution_cells())
     assert {"0-control-perfect", "1-control-blank"} <= {case.student for case in CASES}
