@@ -671,3 +671,32 @@ def test_wire_decode_reads_what_encode_writes():
     back = wire.decode(json.loads(json.dumps(wire.encode(value))))
     assert torch.equal(back["forward"]["value"], value["forward"]["value"])
     assert back["grads"][0].dtype == torch.float32 and back["grads"][1] is None and back["grads"][2].item() is True
+
+
+def test_the_guard_puts_back_the_grader_tables_and_names_shadowing_builtins():
+    """What a cell can change in place (the grader's registries, the frozen dataclasses in them) or add to a torch
+    module (a name shadowing a builtin for that module's functions) is put back and reported; a new name that does
+    not shadow anything (a submodule imported later) stays."""
+    import torch._functorch.eager_transforms as eager
+
+    from grader import basics, child, observe
+
+    guard = child.Guard()
+    assert guard.restore() == []
+    spec, observers = basics.CHECKS["check_hvp"], dict(observe.OBSERVERS)
+    basics.CHECKS["check_hvp"] = "forged"
+    object.__setattr__(basics.CHECKS["check_vjp"], "observe_one", lambda *args: {})
+    observe.OBSERVERS.clear()
+    eager.isinstance = lambda *args: True
+    eager.a_later_submodule = "kept"
+    try:
+        replaced = guard.restore()
+        assert basics.CHECKS["check_hvp"] is spec and observe.OBSERVERS == observers
+        assert basics.CHECKS["check_vjp"].observe_one is basics._observe_vjp
+        assert "isinstance" not in vars(eager) and eager.a_later_submodule == "kept"
+        assert "torch._functorch.eager_transforms.isinstance (added)" in replaced
+        assert "the contents of a table of the grader's" in replaced
+        assert not [r for r in replaced if "a_later_submodule" in r]
+        assert guard.restore() == []
+    finally:
+        vars(eager).pop("a_later_submodule", None)

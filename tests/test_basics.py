@@ -1171,3 +1171,82 @@ def test_second_order_a_forged_missing_function_never_skips_a_probe_that_must_be
             forged = copy.deepcopy(good)
             forged[k] = {"check": "check_hvp", "probe": k, "missing": missing}
             _assert_rejected("check_hvp", forged, "malformed", "malformed_observations")
+
+
+# --- attacks on notebook 4's function checks that the observer itself defeats, without a sandbox (the others need
+# the guard of grader.child: tests/test_sandbox_attacks.py grades every tests/adversarial/nb4-*.py in the sandbox)
+
+ATTACKS = Path(__file__).resolve().parent / "adversarial"
+OBSERVER_DEFEATS = ["nb4-hvp-closure-forgery.py", "nb4-hvp-lying-tensor.py", "nb4-penalty-subclass-forgery.py"]
+
+
+def _attack_namespace(case_file: str) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+    """Notebook 4's namespace with the attack's answer cells run in it (`# <solution>`: the instructor's answer),
+    and the points per exercise its header expects."""
+    text = (ATTACKS / case_file).read_text(encoding="utf-8")
+    parts = re.split(r"^# %% cell: (\S+)\n", text, flags=re.M)
+    if len(parts) == 1:
+        parts = ["", re.search(r"^# cell: (\S+)", text, re.M).group(1), text]
+    ns = _notebook4()
+    for k in range(1, len(parts), 2):
+        source = "\n".join(solution_cells()[parts[k]].source if line.strip() == "# <solution>" else line
+                           for line in parts[k + 1].split("\n"))
+        exec(compile(source, case_file, "exec"), ns)
+    expect = {}
+    for pair in re.search(r"^# expect: (.*)$", text, re.M).group(1).split():
+        exercise, points = pair.split("=")
+        expect[exercise] = float(points)
+    return ns, expect
+
+
+@pytest.mark.parametrize("case_file", OBSERVER_DEFEATS)
+def test_an_attack_on_what_the_observer_records_earns_nothing_even_unsandboxed(case_file):
+    """The probe function is opaque; results are copied and differentiated as plain tensors: a record added
+    through f.__closure__ and tensor subclasses whose torch functions lie change nothing, even in the student's own
+    kernel. Old code: the closure and the subclass forgeries earned their wrong part's points (the lying hvp was
+    already copied plainly)."""
+    from grader.child import Guard
+
+    guard = Guard()  # the attacks patch torch and the grader in this process: put back afterwards
+    try:
+        _judge_attack(case_file)
+    finally:
+        guard.restore()
+
+
+def _judge_attack(case_file: str) -> None:
+    ns, expect = _attack_namespace(case_file)
+    points = {"hvp": {"check_hvp": 2, "check_hvp_forward_over_reverse": 2},
+              "penalty": {"check_penalty_value": 1, "check_penalty_gradient": 2}}
+    for exercise in ("hvp", "penalty"):
+        earned = 0.0
+        for check, worth in points[exercise].items():
+            try:
+                for kwargs in ({"sizes": (4,), "seed": 0}, {"sizes": (2, 7), "seed": 5}) if exercise == "hvp" else (
+                        {"sizes": (5, 3), "seed": 0}, {"sizes": (8, 4), "seed": 3}):
+                    basics.judge(check, basics.observe(check, ns[SECOND_ORDER_FUNCTION[check]], namespace=ns, **kwargs),
+                                 **kwargs)
+                earned += worth
+            except CheckFailed:
+                pass
+        assert earned == expect[exercise], f"{case_file}: {exercise}={earned:g}, expected {expect[exercise]:g}"
+
+
+def test_the_probe_functions_given_to_an_answer_lead_nowhere():
+    """What an hvp or a gradient penalty receives as f: a callable with no closure, globals, code or wrapped
+    function to reach the grader's records or module through."""
+    received = []
+    ns = _notebook4()
+
+    def keeps_f(name):
+        def answer(f, *args):
+            received.append(f)
+            return ns[name](f, *args)
+        return answer
+
+    basics.observe("check_hvp", keeps_f("hvp"), namespace=ns)
+    basics.observe("check_penalty_value", keeps_f("gradient_penalty"), namespace=ns)
+    assert received
+    for f in received:
+        for attribute in ("__closure__", "__globals__", "__code__", "__wrapped__", "__func__", "__self__"):
+            assert not hasattr(f, attribute), f"the probe function has {attribute}"

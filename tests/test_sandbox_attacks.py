@@ -361,6 +361,45 @@ def test_a_forgery_earns_no_points_for_a_wrong_backward(case_file):
     assert not wrong, f"{case_file}: " + "; ".join(wrong)
 
 
+NB4 = "04_modern_functions.ipynb"
+NB4_ATTACKS = sorted(p.name for p in CASES.glob("nb4-*.py"))
+
+
+@pytest.mark.parametrize("case_file", NB4_ATTACKS)
+def test_an_attack_on_notebook_4s_checks_earns_nothing_for_its_wrong_part(case_file):
+    """tests/adversarial/nb4-*.py (each case's `# why:` says how, and what it earned on the old code): forged
+    tangents, vmap and interpreter stacks, records added to the probe function, the grader's tables changed in
+    place, lying tensor subclasses, a probe function's globals. Every exercise scores what its `# expect:` says:
+    nothing for the wrong part."""
+    from test_adversarial import read_case
+
+    case = read_case(CASES / case_file)
+    (attacker,) = _grade_in_one_worker([_attacker(case_file, NB4)])
+    wrong = {exercise: score for exercise, score in attacker["scores"].items()
+             if not case.expect.get(exercise, (0.0, 0.0))[0] <= score <= case.expect.get(exercise, (0.0, 0.0))[1]}
+    assert not wrong and not attacker["problem"], f"{case_file}: {wrong} (expected {case.expect}): {attacker}"
+    if case.flagged:
+        assert attacker["flags"], f"{case_file}: not flagged: {attacker}"
+
+
+@pytest.mark.parametrize("switch_off", [
+    "import grader.child\ngrader.child._suspicious = lambda *args: ''",
+    "import grader.child\ngrader.child.ALWAYS_FLAGGED.clear()",
+    "import builtins\nbuiltins.len = lambda *args: 99",
+    "import os\nos.path.abspath = lambda path, _trusted=os.path.dirname(os.__file__): _trusted + '/x.py'",
+], ids=["replace-suspicious", "empty-table", "rebind-len", "rebind-abspath"])
+def test_a_notebook_cannot_switch_the_audit_hook_off(switch_off):
+    """A cell replaces the hook's judgement (grader.child._suspicious), empties its table of events, or rebinds the
+    builtin (len) or os.path function it used, then walks gc and reads a frame: both are flagged. Old code: each
+    switched flagging off (the gc walk, or the frame access, went unflagged), after which gc and frame forgeries
+    went unnoticed."""
+    source = switch_off + "\nimport gc, sys\ngc.get_objects()\nsys._getframe(0)\n"
+    (events, outcome), = _run_events([source])
+    flags = [e["what"] for e in events if e.get("event") == "flag"]
+    assert any("gc.get_objects" in what for what in flags), f"the gc walk was not flagged: {events}"
+    assert any("frame access" in what for what in flags), f"the frame access was not flagged: {events}"
+
+
 def test_the_perfect_solution_is_never_flagged():
     (honest,) = _grade_in_one_worker([_honest("perfect")])
     assert honest["scores"] == FULL and not honest["flags"], honest
