@@ -335,6 +335,16 @@ def _result_record(result: Any) -> Obs:
     return {"kind": "other", "type": _type_name(result)}
 
 
+def _opaque(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` behind a C-level wrapper that offers no way back to it: no ``__wrapped__``, ``__closure__`` or
+    ``__globals__`` through which the student's code it is given to could reach the records ``fn`` keeps, or the
+    grader's module (gc and frames would, and the sandbox flags those). ``lru_cache(maxsize=0)`` caches nothing:
+    each call goes to ``fn``."""
+    wrapper = functools.lru_cache(maxsize=0)(fn)
+    del wrapper.__wrapped__
+    return wrapper
+
+
 def _invoke(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Obs | None, Any]:
     """Call the student's function: (None, what it returned) or (the error it raised as data, None)."""
     try:
@@ -713,11 +723,11 @@ def _run_accumulate(fn: Callable[..., Any], p: _BatchProbe, stale: torch.Tensor 
         k = index_of.get(id(batch), -1)
         loss = p.loss_fn(w_arg, batch)
         events.append(("forward", k))
-        if loss.requires_grad:
-            loss.register_hook(lambda grad, k=k: events.append(("backward", k)))
+        if loss.requires_grad:  # (the hook is reachable from the loss: loss._backward_hooks)
+            loss.register_hook(_opaque(lambda grad, k=k: events.append(("backward", k))))
         return loss
 
-    error, result = _invoke(fn, (tracked_loss, w, list(p.batches)))
+    error, result = _invoke(fn, (_opaque(tracked_loss), w, list(p.batches)))
     if error is not None:
         obs["error"] = error
     else:

@@ -16,7 +16,6 @@ forward-over-reverse and "the whole Hessian, then a product" apart.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -26,8 +25,8 @@ import torch.nn.functional as F
 from . import basics
 from .exercises import _softplus
 from .basics import (_Check, _Fail, _Malformed, _as_result, _bool_field, _close, _difference, _fail_if_modified,
-                     _fail_if_raised, _field, _first_line, _grad_field, _invoke, _leaf, _plain, _rand, _result_record,
-                     _result_value, _str_field, _tensor_field, _type_name)
+                     _fail_if_raised, _field, _first_line, _grad_field, _invoke, _leaf, _opaque, _plain, _rand,
+                     _result_record, _result_value, _str_field, _tensor_field, _type_name)
 
 Obs = dict[str, Any]
 MAX_CALLS = 50  # calls of a probe function recorded (an HVP calls f once or twice)
@@ -62,15 +61,6 @@ _RECORDING = (torch._C._functorch.get_interpreter_stack, torch._C._functorch.CIn
               tuple(_TRANSFORM_NAMES.get(k, "Other") for k in range(max(_TRANSFORM_NAMES) + 1)),  # immutable
               torch._C._VariableFunctions._unpack_dual, vars(torch.autograd.forward_ad), torch.Tensor, isinstance,
               len, bool, list.append, Exception, MAX_CALLS)
-
-
-def _opaque(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` behind a C-level wrapper that offers no way back to it: no ``__wrapped__``, ``__closure__`` or
-    ``__globals__`` to reach the records ``fn`` keeps, or the grader's module, from the student's code it is given
-    to (gc and frames would, and those are flagged). ``lru_cache(maxsize=0)`` caches nothing: each call goes to fn."""
-    wrapper = functools.lru_cache(maxsize=0)(fn)
-    del wrapper.__wrapped__
-    return wrapper
 
 
 def _recording(f: Callable[..., torch.Tensor], calls: list[Obs]) -> Callable[..., torch.Tensor]:

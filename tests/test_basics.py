@@ -1250,3 +1250,26 @@ def test_the_probe_functions_given_to_an_answer_lead_nowhere():
     for f in received:
         for attribute in ("__closure__", "__globals__", "__code__", "__wrapped__", "__func__", "__self__"):
             assert not hasattr(f, attribute), f"the probe function has {attribute}"
+
+
+def acc_one_backward_forging_events(loss_fn, w, batches):
+    """One backward for all batches (wrong), with the events of one backward per batch put in the list the grader's
+    loss_fn keeps them in, found through loss_fn's and its hooks' closures."""
+    w.grad = None
+    losses = [loss_fn(w, batch) for batch in batches]
+    for f in [loss_fn, *[hook for loss in losses for hook in (getattr(loss, "_backward_hooks", None) or {}).values()]]:
+        for cell in getattr(f, "__closure__", None) or ():
+            events = cell.cell_contents
+            if isinstance(events, list):
+                events[:] = [(kind, k) for k in range(len(batches)) for kind in ("forward", "backward")]
+    total = sum(losses) / len(batches)
+    total.backward()
+    return w.grad.clone()
+
+
+def test_the_order_of_backward_calls_cannot_be_forged_through_the_loss_functions_closure():
+    """The loss_fn given to a mean-gradient answer (and the hooks it registers) lead to no record. Old code: the
+    forged events passed `check_mean_gradient` for one backward over all batches."""
+    with pytest.raises(CheckFailed) as info:
+        basics.check_mean_gradient(acc_one_backward_forging_events)
+    assert info.value.finding.mistake == "accumulate_one_backward_for_all"
