@@ -41,6 +41,7 @@ from typing import Any, Callable
 import torch
 import torch.autograd.function as autograd_function
 
+import torch._dynamo  # noqa: F401  (torch.func imports it lazily, and it rebinds torch.manual_seed: before the snapshot)
 import torch._functorch.pyfunctorch
 import torch.autograd.forward_ad
 import torch.func
@@ -58,8 +59,9 @@ GUARDED_NAMESPACES: list[Any] = [
     torch.autograd.gradcheck, torch.nn.functional, json, os, socket, wire, observe, basics, diagnosis, exercises,
     secondorder, torch.func, torch.autograd.forward_ad, torch._functorch.pyfunctorch, autograd_function.Function, autograd_function.BackwardCFunction, torch.autograd.graph.saved_tensors_hooks,
 ]
-# Names torch itself rebinds while running (set_default_dtype rebinds torch.Storage): not the notebook's doing.
-REBOUND_BY_TORCH = {"Storage"}
+# Names torch itself rebinds while running: set_default_dtype rebinds torch.Storage; forward_ad.dual_level()
+# keeps the current level in a module global. Not the notebook's doing, and putting them back would break torch.
+REBOUND_BY_TORCH = {(torch, "Storage"), (torch.autograd.forward_ad, "_current_level")}
 # Where an added name matters (it shadows a builtin or a base class's method): additions are removed there.
 # Elsewhere (torch's packages) an addition is usually a submodule imported later, which must stay.
 ADDITIONS_REMOVED = (builtins, wire, observe, basics, diagnosis, exercises, secondorder, sys.modules[__name__])
@@ -111,7 +113,7 @@ class Guard:
     def __init__(self, extra_functions: list[Any] = ()) -> None:  # type: ignore[assignment]
         self.namespaces = []
         for owner in [*GUARDED_NAMESPACES, sys.modules[__name__]]:
-            kept = {k: v for k, v in vars(owner).items() if not (owner is torch and k in REBOUND_BY_TORCH)}
+            kept = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
             strict = isinstance(owner, type) or owner in ADDITIONS_REMOVED  # additions removed too
             self.namespaces.append((owner, kept, tuple(kept), tuple(kept.values()), strict))
         functions = [*_grader_functions(), *extra_functions]
