@@ -642,8 +642,14 @@ EN.update({
     "hvp_wrong_through_function": Message(
         "{function} is right on plain PyTorch functions but wrong on a function built from your {names}: "
         "the double backward of {names} is the cause.",
-        "Check {names}'s second-derivative checks (and re-run its answer cell): an HVP goes through its backward's "
+        "Check {names}'s second-derivative check (and re-run its answer cell): an HVP goes through its backward's "
         "own backward.",
+    ),
+    "hvp_function_not_twice_differentiable": Message(
+        "{function} works on plain PyTorch functions, but through your {names} the gradient has no graph to "
+        "differentiate ({error_type}: {error}): {names}'s backward is not differentiable.",
+        "Fix {names} first (its second-derivative check says how: no .detach(), NumPy or torch.no_grad() in "
+        "backward, no @once_differentiable); your hvp itself is fine on the other functions.",
     ),
     "hvp_wrong": Message(
         "{function} does not return PyTorch's Hessian-vector product.",

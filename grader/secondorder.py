@@ -5,7 +5,7 @@ They follow ``grader.basics`` exactly (and register there, so test cells call ``
 probes, computes PyTorch's answers (``torch.func.hessian``, ``torch.autograd.grad``) and names the mistake.
 
 Some probe functions are built from the student's own custom Functions (``Softplus`` from notebook 4,
-and ``Square``, ``Exp``, ``Cube`` when the notebook carries them over from notebook 3): an HVP or a
+and ``Square``, ``Exp``, ``Cube``, ``Sinh`` when the notebook carries them over from notebook 3): an HVP or a
 gradient penalty goes through their double backward. The judge's reference uses PyTorch's ops instead,
 so a wrong Function shows up as "right on plain PyTorch functions, wrong through your Softplus".
 
@@ -36,6 +36,7 @@ OWN_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "Square": torch.square,
     "Exp": torch.exp,
     "Cube": lambda t: t**3,
+    "Sinh": torch.sinh,
 }
 
 
@@ -44,11 +45,24 @@ def _student_ops(namespace: dict[str, Any] | None, names: Sequence[str]) -> dict
     found, missing = {}, []
     for name in names:
         cls = (namespace or {}).get(name)
-        if isinstance(cls, type) and issubclass(cls, torch.autograd.Function):
-            found[name] = cls.apply
+        try:
+            is_function = isinstance(cls, type) and issubclass(cls, torch.autograd.Function)
+        except Exception:  # a class whose metaclass makes issubclass fail is not a Function of the course's
+            is_function = False
+        if is_function:
+            found[name] = _first_output(cls.apply)
         else:
             missing.append(name)
     return missing or found
+
+
+def _first_output(apply: Callable[..., Any]) -> Callable[..., Any]:
+    """``Name.apply``, keeping only the first output (notebook 3's Sinh returns its intermediates too)."""
+    def op(*args: Any) -> Any:
+        out = apply(*args)
+        return out[0] if isinstance(out, tuple) else out
+
+    return op
 
 
 def _call_record(args: Sequence[Any]) -> Obs:
@@ -97,7 +111,7 @@ class _HvpProbe:
         return self.make({name: OWN_FUNCTIONS[name] for name in self.uses})
 
 
-def _hvp_probes(sizes: Sequence[int], seed: int) -> list[_HvpProbe]:
+def _hvp_probes(sizes: Sequence[int], seed: int, forward_mode: bool = False) -> list[_HvpProbe]:
     gen = torch.Generator().manual_seed(seed)
     probes: list[_HvpProbe] = []
     for n in sizes:
@@ -114,16 +128,22 @@ def _hvp_probes(sizes: Sequence[int], seed: int) -> list[_HvpProbe]:
         probes.append(_HvpProbe(f"f(x) = sum(c * Softplus(B @ x)) with your Softplus, B of shape ({n + 2}, {n})",
                                 lambda ops, b=b, c=c: lambda t: (c * ops["Softplus"](b @ t)).sum(),
                                 _rand(gen, n), _rand(gen, n), uses=("Softplus",)))
-        d = _rand(gen, n)
-        probes.append(_HvpProbe(f"f(x) = sum(Square(x) * Exp(x / 2) + d * Cube(x)) with your Square, Exp and Cube",
-                                lambda ops, d=d: lambda t: (ops["Square"](t) * ops["Exp"](t / 2) + d * ops["Cube"](t)).sum(),
-                                _rand(gen, n, low=-1.0, high=1.0), _rand(gen, n), uses=("Square", "Exp", "Cube"),
-                                optional=True))
+        if forward_mode:
+            continue  # notebook 3's Functions are written with ctx in forward and have no jvp: not for torch.func
+        for name in ("Square", "Exp", "Cube", "Sinh"):  # one each, so that a wrong one is named
+            d = _rand(gen, n)
+            probes.append(_HvpProbe(f"f(x) = sum(d * {name}(x)) with your {name} from notebook 3, x of shape ({n},)",
+                                    lambda ops, d=d, name=name: lambda t: (d * ops[name](t)).sum(),
+                                    _rand(gen, n, low=-1.0, high=1.0), _rand(gen, n), uses=(name,), optional=True))
     return probes
 
 
 def _hvp_setup(args: dict[str, Any]) -> list[tuple[_HvpProbe, None]]:
     return [(p, None) for p in _hvp_probes(args["sizes"], args["seed"])]
+
+
+def _hvp_forward_setup(args: dict[str, Any]) -> list[tuple[_HvpProbe, None]]:
+    return [(p, None) for p in _hvp_probes(args["sizes"], args["seed"], forward_mode=True)]
 
 
 def _observe_hvp(fn: Callable[..., Any], p: _HvpProbe, stale: None, namespace: dict[str, Any] | None = None) -> Obs:
@@ -172,7 +192,13 @@ def _judge_hvp_probe(check: str, p: _HvpProbe, stale: None, obs: Obs) -> None:
         if p.optional:
             return  # not carried over from notebook 3: nothing to judge through them
         raise _Fail("hvp_needs_function", names=", ".join(missing), probe_function=p.desc)
-    _fail_if_raised("hvp", obs)
+    try:
+        _fail_if_raised("hvp", obs)
+    except _Fail as failure:  # the plain functions came first and passed: the student's Function is the cause
+        if p.uses and failure.mistake == "hvp_no_create_graph":
+            raise _Fail("hvp_function_not_twice_differentiable", names=", ".join(p.uses), code=failure.code,
+                        error_type=failure.fields.get("error_type", ""), error=failure.fields.get("error", "")) from None
+        raise
     _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"), requires_grad=True)
     if _bool_field(obs, "x_requires_grad") or _grad_field(obs, "x_grad_after", p.x.shape) is not None:
         raise _Fail("hvp_changed_x", where="x.requires_grad / x.grad", expected="False / None",
@@ -363,6 +389,7 @@ MISTAKES: dict[str, tuple[str, ...]] = {
     "hvp_no_create_graph": ("error_type", "error"),
     "hvp_function_needs_setup_context": ("error_type", "error"),
     "hvp_function_without_jvp": ("error_type", "error"),
+    "hvp_function_not_twice_differentiable": ("names", "error_type", "error"),
     "penalty_changed_w_grad": (),
     "penalty_wrong_shape": ("received_shape", "expected_shape"),
     "penalty_norm_over_batch": (),
@@ -382,7 +409,7 @@ CHECKS = {
     "check_hvp": _Check("hvp", _HVP, _hvp_setup, _observe_hvp, _judge_hvp_probe,
                         "hvp: H v by double backward matches torch.func.hessian on {n} probes", uses_namespace=True),
     "check_hvp_forward_over_reverse": _Check(
-        "hvp", _HVP, _hvp_setup, _observe_hvp, _judge_hvp_probe,
+        "hvp", _HVP, _hvp_forward_setup, _observe_hvp, _judge_hvp_probe,
         "hvp_forward: H v by forward-over-reverse matches torch.func.hessian on {n} probes", uses_namespace=True),
     "check_penalty_value": _Check("penalty", _PENALTY, _penalty_setup, _observe_penalty, _judge_penalty_probe,
                                   "gradient_penalty: value matches PyTorch's on {n} probes", uses_namespace=True),
