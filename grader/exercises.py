@@ -161,8 +161,9 @@ def _cube(x: torch.Tensor) -> torch.Tensor:
 
 
 def _softplus(x: torch.Tensor) -> torch.Tensor:
-    """log(1 + eˣ), exact for any x (F.softplus switches to x above its threshold of 20)."""
-    return torch.logaddexp(x, torch.zeros_like(x))
+    """log(1 + eˣ) for any x, with finite first and second derivatives through autograd everywhere (F.softplus
+    switches to x above its threshold of 20; torch.logaddexp's second derivative is nan at x = -1000)."""
+    return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
 
 
 def _sort_values(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
