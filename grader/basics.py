@@ -170,8 +170,9 @@ def _finding(check: str, exercise: str, failure: _Fail) -> Finding:
     mistake, fields = failure.mistake, dict(failure.fields)
     if mistake not in MISTAKES:  # a bug of ours: say so, never an unknown id in the class report
         mistake, fields = "grader_error", {"error_type": "KeyError", "error": f"unknown mistake id {mistake!r}"}
-    fields.setdefault("function", SIGNATURES[exercise])
-    probe = f"{SIGNATURES[exercise]} with {failure.probe}" if failure.probe else ""
+    signature = SIGNATURES.get(check) or SIGNATURES[exercise]
+    fields.setdefault("function", signature)
+    probe = f"{signature} with {failure.probe}" if failure.probe else ""
     return Finding(exercise=exercise, check=check, mistake=mistake, probe=probe, where=failure.where,
                    expected=failure.expected, received=failure.received, section=section(exercise, mistake),
                    fields=fields, code=failure.code)
@@ -904,6 +905,7 @@ class _Check:
     observe_one: Callable[[Callable[..., Any], Any, torch.Tensor | None], Obs]
     judge_one: Callable[[str, Any, torch.Tensor | None, Obs], None]
     summary: str  # formatted with n, the number of probes
+    uses_namespace: bool = False  # observe_one also gets the notebook's namespace (its own Functions)
 
 
 _DEFAULTS = {"sizes": (3,), "seed": 0}
@@ -954,10 +956,11 @@ def _arguments(check: str, spec: _Check, kwargs: dict[str, Any]) -> dict[str, An
     return args
 
 
-def observe(check: str, fn: Callable[..., Any], **kwargs: Any) -> list[Obs]:
+def observe(check: str, fn: Callable[..., Any], namespace: dict[str, Any] | None = None, **kwargs: Any) -> list[Obs]:
     """Student side: run ``fn`` on the probes of ``check`` and return plain-data observations, one per probe.
 
-    ``kwargs`` are the public check's (``sizes``, ``seed``, ``n_batches``), with the same defaults. Errors
+    ``kwargs`` are the public check's (``sizes``, ``seed``, ``n_batches``), with the same defaults; ``namespace``
+    (the notebook's variables) is given to checks whose probes use the student's own Functions. Errors
     raised by ``fn`` are recorded, not raised; warnings are swallowed. Nothing here decides pass or fail.
     """
     spec = _spec(check)
@@ -967,7 +970,8 @@ def observe(check: str, fn: Callable[..., Any], **kwargs: Any) -> list[Obs]:
         warnings.simplefilter("ignore")
         for i, (probe, stale) in enumerate(setups):
             try:
-                obs = spec.observe_one(fn, probe, stale)
+                obs = (spec.observe_one(fn, probe, stale, namespace) if spec.uses_namespace  # type: ignore[call-arg]
+                       else spec.observe_one(fn, probe, stale))
             except Exception as exc:  # e.g. a tensor the student's code made unreadable: judged as malformed
                 obs = {"observer_error": f"{_type_name(exc)}: {_first_line(_text(exc))}"}
             observations.append({"check": check, "probe": i, **obs})
@@ -1078,3 +1082,20 @@ def check_second_derivative_general(fn: Callable[..., Any], sizes: Sequence[int]
     """Check ``fn(f, x)`` works for 0-d and multi-dimensional x and leaves ``x.grad`` as it was."""
     kw = {"sizes": sizes, "seed": seed}
     print("✓ " + judge("check_second_derivative_general", observe("check_second_derivative_general", fn, **kw), **kw))
+
+
+# Notebook 4's function exercises (hvp, penalty) live in their own module and register here, so that test cells
+# call them as basics.check_hvp(...) and the sandbox and the judge treat them like every check above.
+from . import secondorder as _secondorder  # noqa: E402  (it imports this module's helpers)
+
+SIGNATURES.update(_secondorder.SIGNATURES)
+SECTIONS.update(_secondorder.SECTIONS)
+MISTAKE_SECTIONS.update(_secondorder.MISTAKE_SECTIONS)
+_ERROR_MISTAKES.update(_secondorder.ERROR_MISTAKES)
+MISTAKES.update(_secondorder.MISTAKES)
+CHECKS.update(_secondorder.CHECKS)
+check_hvp = _secondorder.check_hvp
+check_hvp_forward_over_reverse = _secondorder.check_hvp_forward_over_reverse
+check_penalty_value = _secondorder.check_penalty_value
+check_penalty_gradient = _secondorder.check_penalty_gradient
+__all__ += list(_secondorder.PUBLIC)

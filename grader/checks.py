@@ -30,7 +30,7 @@ from .diagnosis import CheckFailed, Finding
 from .exercises import Exercise, Probe, Shape, get
 
 Obs = dict[str, Any]
-CHECKS = ("forward", "first derivatives", "second derivatives", "structure")
+CHECKS = ("forward", "first derivatives", "second derivatives", "structure", "forward mode", "vmap")
 _NOT_ABOUT_THE_ANSWER = ("grader_error", "incomplete_observations", "observation_missing")
 
 
@@ -122,6 +122,9 @@ def _output(judge: _Judge, probe: Probe, obs: Obs) -> torch.Tensor:
     """The forward output, after checking it is one tensor made by the student's custom Function."""
     if "error" in obs:
         judge.fail_error(obs["error"], probe)
+    if obs.get("type") != "Tensor" and len(judge.ex.outputs) > 1:
+        judge.fail("wrong_outputs", probe, name=obs.get("name", "your function"), type=obs.get("type"),
+                   n_expected=len(judge.ex.outputs), outputs=", ".join(judge.ex.outputs))
     if obs.get("type") != "Tensor":  # e.g. a wrapper returning all of Sinh's outputs
         judge.fail("returns_tuple", probe, name=obs.get("name", "your function"), type=obs.get("type"))
     if not obs.get("has_graph"):
@@ -148,13 +151,33 @@ def _fail_if_float32_precision(judge: _Judge, probe: Probe, e: torch.Tensor, r: 
         judge.fail("float32_precision", probe, name=name, where=f"{what} at {where}", expected=ev, received=rv)
 
 
+def _fail_if_overflow(judge: _Judge, probe: Probe, e: torch.Tensor, r: torch.Tensor, what: str, mistake: str,
+                      **fields: Any) -> None:
+    """inf or nan where PyTorch's result is finite: a formula that overflows (e.g. eˣ for large x)."""
+    bad = torch.isfinite(e) & ~torch.isfinite(r)
+    if bool(bad.any()):
+        index = tuple(int(i) for i in bad.nonzero()[0])
+        where = "[" + ", ".join(map(str, index)) + "]" if index else "(scalar)"
+        x = next((t for t in probe.inputs if isinstance(t, torch.Tensor)), None)
+        at = x.detach().reshape(-1)[0] if x is not None and x.dim() == 0 else (
+            x.detach()[index] if x is not None and x.shape == e.shape else None)
+        judge.fail(mistake, probe, where=f"{what} at {where}", expected=dx.fmt_number(e[index].item()),
+                   received=str(r[index].item()), value=str(r[index].item()),
+                   x=dx.fmt_number(at.item()) if at is not None else "a large value", **fields)
+
+
 def _plain(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(x.detach() if isinstance(x, torch.Tensor) else x for x in inputs)
 
 
 def _forward_is_right(ex: Exercise, probe: Probe, out: torch.Tensor) -> bool:
-    expected = ex.reference(*_plain(probe.inputs))
-    return out.shape == expected.shape and out.dtype == expected.dtype and _close(probe, out, expected)
+    """forward's values are right, apart from overflow (inf/nan where PyTorch is finite): that costs the forward
+    check alone, while the derivative checks still judge backward, which does not use those values."""
+    expected = ex.reference_output(*_plain(probe.inputs))
+    if out.shape != expected.shape or out.dtype != expected.dtype:
+        return False
+    overflow = torch.isfinite(expected) & ~torch.isfinite(out)
+    return _close(probe, torch.where(overflow, expected, out), expected)
 
 
 def _diff_names(probe: Probe, inputs: tuple[Any, ...]) -> list[str]:
@@ -163,7 +186,7 @@ def _diff_names(probe: Probe, inputs: tuple[Any, ...]) -> list[str]:
 
 def _reference_vjp(ex: Exercise, inputs: tuple[Any, ...], v: torch.Tensor) -> tuple[torch.Tensor, ...]:
     diff = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
-    return torch.autograd.grad(ex.reference(*inputs), diff, v)
+    return torch.autograd.grad(ex.reference_output(*inputs), diff, v)
 
 
 def _raw_grads(judge: _Judge, probe: Probe, raw: Obs) -> list[Any]:
@@ -233,6 +256,7 @@ def _compare_gradients(judge: _Judge, probe: Probe, names: list[str], expected: 
                        received_shape=tuple(getattr(r, "shape", ())))
         if _close(probe, r, e):
             continue
+        _fail_if_overflow(judge, probe, e, r, f"gradient for `{name}`", "gradient_overflow", name=name)
         _fail_if_float32_precision(judge, probe, e, r, name, f"gradient for `{name}`")
         others = [names[k] for k, ek in enumerate(expected) if k != j and _close(probe, r, ek)]
         if others:
@@ -260,18 +284,39 @@ def judge_forward(judge: _Judge, probes: list[Probe], observations: list[Obs]) -
     for probe, obs in _pairs(probes, observations):
         out = _output(judge, probe, obs["forward"])
         plain = _plain(probe.inputs)
-        expected = ex.reference(*plain)
+        expected = ex.reference_output(*plain)
+        if len(ex.outputs) > 1:
+            _judge_other_outputs(judge, probe, obs["forward"])
         if out.shape != expected.shape:
             judge.fail("forward_wrong_shape", probe, received_shape=tuple(out.shape), expected_shape=tuple(expected.shape))
         if out.dtype != expected.dtype:
             judge.fail("forward_wrong_dtype", probe, received_dtype=out.dtype, expected_dtype=expected.dtype)
         if not _close(probe, out, expected):
+            _fail_if_overflow(judge, probe, expected, out, "output", "forward_overflow")
             where, e, r = dx.worst_element(expected, out)
             mistake = "forward_wrong"
             if ex.id == "linear" and len(plain) > 2 and plain[2] is not None and _close(probe, out, ex.reference(plain[0], plain[1], None)):
                 mistake = "forward_missing_bias"
             judge.fail(mistake, probe, where=f"output{where}", expected=e, received=r)
     return f"{ex.formula} matches PyTorch"
+
+
+def _judge_other_outputs(judge: _Judge, probe: Probe, obs: Obs) -> None:
+    """Every output after the first (e.g. SortValues' indices) equals the reference's, in its dtype."""
+    ex = judge.ex
+    expected = ex.reference_outputs(*_plain(probe.inputs))
+    received = _complete(judge, probe, obs["outputs"], len(ex.outputs), "outputs", "call")
+    for k, (name, e, r) in enumerate(_pairs(ex.outputs, expected, received)):
+        if k == 0:
+            continue
+        if not isinstance(r, torch.Tensor) or r.shape != e.shape:
+            judge.fail("forward_wrong_shape", probe, received_shape=tuple(getattr(r, "shape", ())),
+                       expected_shape=tuple(e.shape), output=name)
+        if r.dtype != e.dtype:
+            judge.fail("output_wrong_dtype", probe, output=name, received_dtype=r.dtype, expected_dtype=e.dtype)
+        if not _close(probe, r, e):
+            where, ev, rv = dx.worst_element(e, r)
+            judge.fail("output_wrong", probe, output=name, where=f"{name}{where}", expected=ev, received=rv)
 
 
 def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> str:
@@ -289,7 +334,8 @@ def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: li
         unit = _reference_vjp(ex, probe.fresh(), torch.ones_like(v))
         _compare_gradients(judge, probe, _diff_names(probe, inputs), expected, obs["vjp"]["grads"], unit,
                            str(obs["raw"].get("cls")))
-        _judge_gradcheck(judge, probe, obs["gradcheck"], second=False)
+        if bool(torch.isfinite(out).all()):  # finite differences of an overflowing forward mean nothing
+            _judge_gradcheck(judge, probe, obs["gradcheck"], second=False)
     return "gradients match PyTorch's and gradcheck passes"
 
 
@@ -318,7 +364,7 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
         inputs = probe.fresh()
         diff = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
         v = observe.grad_output(out.shape, probe.seed, probe.dtype).requires_grad_()
-        ref_grads = torch.autograd.grad(ex.reference(*inputs), diff, v, create_graph=True)
+        ref_grads = torch.autograd.grad(ex.reference_output(*inputs), diff, v, create_graph=True)
         received_first = _complete(judge, probe, first["grads"], len(ref_grads), "first derivatives",
                                    "inputs that require grad")
         if ex.backward_classes:
@@ -347,6 +393,8 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
                     judge.fail("extra_output_gradients_ignored", probe, name=name)
                 mistake, fields = (_why_second_derivative_missing(ex, obs) if name != "grad_output"
                                    else ("second_derivative_missing", {}))
+                if obs.get("once_differentiable") is True:
+                    mistake, fields = "once_differentiable", {}
                 judge.fail(mistake, probe, name=name, where=f"d(your gradient)/d{name}", **fields)
             if not isinstance(r, torch.Tensor) or r.shape != e.shape:
                 judge.fail("second_derivative_wrong", probe, name=name, where=f"d(your gradient)/d{name}")
@@ -364,7 +412,8 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
             judge.fail("second_derivative_wrong", probe, name=name, where=f"d(your gradient)/d{name} at {where}",
                        expected=ev, received=rv)
         # Right second derivatives without CubeBackward: the structure check alone costs the point.
-        _judge_gradcheck(judge, probe, obs["gradgradcheck"], second=True)
+        if bool(torch.isfinite(out).all()):
+            _judge_gradcheck(judge, probe, obs["gradgradcheck"], second=True)
     return "second derivatives match PyTorch's and gradgradcheck passes"
 
 
@@ -390,6 +439,14 @@ def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs])
         if attrs:
             judge.fail("tensor_on_ctx", probe, cls=obs["forward"].get("node"), attrs=dx.name_list(attrs),
                        saved=int(obs["forward"].get("saved", 0)))
+        if len(ex.outputs) > 1:
+            marks = _complete(judge, probe, obs["forward"]["requires_grad"], len(ex.outputs), "requires_grad flags",
+                              "output")
+            for name, requires_grad in list(_pairs(ex.outputs, marks))[1:]:
+                if requires_grad is not False:
+                    judge.fail("output_not_marked_non_differentiable", probe, output=name)
+        if ex.setup_context and obs["style"]["setup_context"] is not True:
+            judge.fail("forward_takes_ctx", probe)
         _judge_raw(judge, probe, obs["raw"], values=False)  # values are the first-derivative check's job
         if ex.backward_classes:
             nodes = obs["backward_nodes"]
@@ -439,11 +496,82 @@ def _judge_pattern(judge: _Judge, probe: Probe, obs: Obs) -> None:
             judge.fail("needs_input_grad_ignored", probe, name=name, cls=obs["raw"].get("cls"), pattern=described)
 
 
+def _jvp_error(judge: _Judge, probe: Probe, error: Obs) -> NoReturn:
+    """jvp reading ctx.saved_tensors that only save_for_backward filled: an empty tuple inside jvp."""
+    code, message = str(error.get("code", "")), str(error.get("message", ""))
+    if ".jvp" in code and "got 0" in message and (error.get("type") == "ValueError" or "saved_tensors" in code):
+        judge.fail("jvp_not_saved_for_forward", probe, code=code)
+    judge.fail_error(error, probe)
+
+
+def judge_forward_mode(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> str:
+    ex = judge.ex
+    for probe, obs in _pairs(probes, observations):
+        out = _output(judge, probe, obs["forward"])
+        if not _forward_is_right(ex, probe, out):
+            judge.fail("forward_wrong_before_derivatives", probe)
+        primals = tuple(x.detach() for x in probe.inputs if isinstance(x, torch.Tensor))
+        directions = tuple(observe.tangents(probe))
+        _, expected = torch.func.jvp(ex.reference_output, primals, directions)
+        _, unit = torch.func.jvp(ex.reference_output, primals, tuple(torch.ones_like(t) for t in directions))
+        for key, field, how in (("func_jvp", "value", "torch.func.jvp"), ("dual", "tangent", "a dual tensor")):
+            entry = obs[key]
+            if "error" in entry:
+                _jvp_error(judge, probe, entry["error"])
+            received = entry[field]
+            if received is None:
+                judge.fail("jvp_no_tangent", probe, how=how)
+            if not isinstance(received, torch.Tensor) or received.shape != expected.shape:
+                judge.fail("jvp_wrong_shape", probe, how=how, expected_shape=tuple(expected.shape),
+                           received_shape=tuple(getattr(received, "shape", ())))
+            if _close(probe, received, expected):
+                continue
+            _fail_if_overflow(judge, probe, expected, received, f"jvp through {how}", "jvp_overflow")
+            where, ev, rv = dx.worst_element(expected, received)
+            mistake = "jvp_ignores_tangent" if _close(probe, received, unit) else "jvp_wrong"
+            judge.fail(mistake, probe, how=how, where=f"jvp through {how} at {where}", expected=ev, received=rv)
+    return "jvp matches PyTorch's through torch.func.jvp and dual tensors"
+
+
+def judge_vmap(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> str:
+    ex = judge.ex
+    for probe, obs in _pairs(probes, observations):
+        out = _output(judge, probe, obs["forward"])
+        if not _forward_is_right(ex, probe, out):
+            judge.fail("forward_wrong_before_derivatives", probe)
+        stacked = observe.batched(probe)
+        expected = torch.func.vmap(ex.reference_output)(*stacked)
+        for key in ("vmap", "loop"):
+            if "error" in obs[key]:
+                judge.fail_error(obs[key]["error"], probe)
+        loop, received = obs["loop"]["value"], obs["vmap"]["value"]
+        if not isinstance(loop, torch.Tensor) or not _close(probe, loop, expected):
+            judge.fail("forward_wrong", probe, where="one of the samples vmap maps over")
+        if not isinstance(received, torch.Tensor) or received.shape != expected.shape:
+            judge.fail("vmap_wrong_shape", probe, expected_shape=tuple(expected.shape),
+                       received_shape=tuple(getattr(received, "shape", ())))
+        if not _close(probe, received, loop):
+            where, ev, rv = dx.worst_element(loop, received)
+            judge.fail("vmap_wrong", probe, where=f"vmap's result at {where}", expected=ev, received=rv)
+        if "error" in obs["vmap_grad"]:
+            judge.fail_error(obs["vmap_grad"]["error"], probe)
+        grads = torch.func.vmap(torch.func.grad(lambda *xs: ex.reference_output(*xs).sum()))(*stacked)
+        received = obs["vmap_grad"]["value"]
+        if not isinstance(received, torch.Tensor) or received.shape != grads.shape or not _close(probe, received, grads):
+            where, ev, rv = dx.worst_element(grads, received) if isinstance(received, torch.Tensor) and \
+                received.shape == grads.shape else ("", None, None)
+            judge.fail("vmap_grad_wrong", probe, where=f"per-sample gradient at {where}" if where else "",
+                       expected=ev, received=rv)
+    return f"vmap matches a loop over {observe.BATCH} samples, and vmap(grad(...)) gives per-sample gradients"
+
+
 JUDGES: dict[str, Callable[[_Judge, list[Probe], list[Obs]], str]] = {
     "forward": judge_forward,
     "first derivatives": judge_first_derivatives,
     "second derivatives": judge_second_derivatives,
     "structure": judge_structure,
+    "forward mode": judge_forward_mode,
+    "vmap": judge_vmap,
 }
 
 
@@ -499,3 +627,15 @@ def structure(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | N
     """A real custom Function that saves tensors with save_for_backward (none as ctx attributes); with several
     inputs, correct use of ctx.needs_input_grad and None for non-tensor arguments."""
     run("structure", exercise, fn, shapes, seed)
+
+
+def forward_mode(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None = None, seed: int = 0) -> None:
+    """The Function's jvp gives PyTorch's forward-mode derivative, through torch.func.jvp and through
+    torch.autograd.forward_ad dual tensors, with a random tangent."""
+    run("forward mode", exercise, fn, shapes, seed)
+
+
+def vmap(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None = None, seed: int = 0) -> None:
+    """torch.func.vmap over the Function equals a loop over the samples (and PyTorch), and
+    vmap(grad(...)) gives PyTorch's per-sample gradients."""
+    run("vmap", exercise, fn, shapes, seed)

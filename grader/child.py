@@ -41,7 +41,12 @@ from typing import Any, Callable
 import torch
 import torch.autograd.function as autograd_function
 
-from . import basics, diagnosis, exercises, observe, wire
+import torch._dynamo  # noqa: F401  (torch.func imports it lazily, and it rebinds torch.manual_seed: before the snapshot)
+import torch._functorch.pyfunctorch
+import torch.autograd.forward_ad
+import torch.func
+
+from . import basics, diagnosis, exercises, observe, secondorder, wire
 from .exercises import get
 
 GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -52,13 +57,14 @@ MISSING = object()
 GUARDED_NAMESPACES: list[Any] = [
     builtins, torch, torch.Tensor, torch.autograd, autograd_function, torch.autograd.graph,
     torch.autograd.gradcheck, torch.nn.functional, json, os, socket, wire, observe, basics, diagnosis, exercises,
-    autograd_function.Function, autograd_function.BackwardCFunction, torch.autograd.graph.saved_tensors_hooks,
+    secondorder, torch.func, torch.autograd.forward_ad, torch._functorch.pyfunctorch, autograd_function.Function, autograd_function.BackwardCFunction, torch.autograd.graph.saved_tensors_hooks,
 ]
-# Names torch itself rebinds while running (set_default_dtype rebinds torch.Storage): not the notebook's doing.
-REBOUND_BY_TORCH = {"Storage"}
+# Names torch itself rebinds while running: set_default_dtype rebinds torch.Storage; forward_ad.dual_level()
+# keeps the current level in a module global. Not the notebook's doing, and putting them back would break torch.
+REBOUND_BY_TORCH = {(torch, "Storage"), (torch.autograd.forward_ad, "_current_level")}
 # Where an added name matters (it shadows a builtin or a base class's method): additions are removed there.
 # Elsewhere (torch's packages) an addition is usually a submodule imported later, which must stay.
-ADDITIONS_REMOVED = (builtins, wire, observe, basics, diagnosis, exercises, sys.modules[__name__])
+ADDITIONS_REMOVED = (builtins, wire, observe, basics, diagnosis, exercises, secondorder, sys.modules[__name__])
 
 # Audit events no honest answer raises (measured on the course's solutions, the catalogue and alternatives).
 ALWAYS_FLAGGED = {
@@ -83,7 +89,7 @@ def _is_student_file(filename: str) -> bool:
 
 def _grader_functions() -> list[Any]:
     found = []
-    for module in (observe, basics, wire, diagnosis, exercises, sys.modules[__name__]):
+    for module in (observe, basics, wire, diagnosis, exercises, secondorder, sys.modules[__name__]):
         for value in vars(module).values():
             if getattr(value, "__module__", None) == module.__name__ and hasattr(value, "__code__"):
                 found.append(value)
@@ -107,7 +113,7 @@ class Guard:
     def __init__(self, extra_functions: list[Any] = ()) -> None:  # type: ignore[assignment]
         self.namespaces = []
         for owner in [*GUARDED_NAMESPACES, sys.modules[__name__]]:
-            kept = {k: v for k, v in vars(owner).items() if not (owner is torch and k in REBOUND_BY_TORCH)}
+            kept = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
             strict = isinstance(owner, type) or owner in ADDITIONS_REMOVED  # additions removed too
             self.namespaces.append((owner, kept, tuple(kept), tuple(kept.values()), strict))
         functions = [*_grader_functions(), *extra_functions]
@@ -287,7 +293,7 @@ def observe_call(call: dict[str, Any], namespace: dict[str, Any], after: Callabl
         ex = get(kwargs.pop("exercise"))
         probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)))
         return observe.observe(call["check"], ex, fn, probes)
-    return basics.observe(call["check"], fn, **kwargs)
+    return basics.observe(call["check"], fn, namespace=namespace, **kwargs)
 
 
 def _guarded(fn: Any, current: list[Any]) -> Any:

@@ -220,6 +220,11 @@ EXCEPTION_PATTERNS: list[tuple[str, str]] = [
     (r"modified by an inplace operation", "inplace_on_saved"),
     (r"Trying to backward through the graph a second time", "graph_freed"),
     (r"mat1 and mat2 shapes cannot be multiplied|size mismatch|must match the size", "forward_shape_error"),
+    # torch.func over a custom Function (notebook 4)
+    (r"must override the setup_context staticmethod", "needs_setup_context"),
+    (r"does not have vmap support", "no_vmap_rule"),
+    (r"^vmap: |[Dd]ata-dependent control flow|vmap over calling|Batching rule not implemented", "not_vmap_compatible"),
+    (r"marked with @once_differentiable", "once_differentiable"),
 ]
 
 
@@ -241,6 +246,8 @@ def student_line(exc: BaseException) -> str:
 def from_exception(exc: BaseException, *, stage: str) -> tuple[str, dict[str, Any]]:
     """Name the mistake behind an exception raised while running the student's code."""
     text = str(exc)
+    if isinstance(exc, NotImplementedError) and "implement the jvp function" in text:  # torch's, not a stub's
+        return "jvp_not_implemented", {}
     if isinstance(exc, NotImplementedError):
         return "not_implemented", {}
     for pattern, mistake in EXCEPTION_PATTERNS:

@@ -64,6 +64,19 @@ class Exercise:
     notebook: str = "03_double_backward.ipynb"
     # Probes every check adds after those of its shapes: float32, large values, other argument counts...
     extra_probes: Callable[[int], list[Probe]] | None = None
+    # What the Function returns, by name: the first is the differentiable result every derivative check uses;
+    # the others must not require grad (ctx.mark_non_differentiable), e.g. SortValues' ("values", "indices").
+    outputs: tuple[str, ...] = ("output",)
+    setup_context: bool = False  # the structure check requires forward without ctx plus setup_context
+
+    def reference_output(self, *inputs: Input) -> torch.Tensor:
+        """The reference's differentiable output (the reference returns a tuple when there are several)."""
+        value = self.reference(*inputs)
+        return value[0] if isinstance(value, tuple) else value
+
+    def reference_outputs(self, *inputs: Input) -> tuple[torch.Tensor, ...]:
+        value = self.reference(*inputs)
+        return tuple(value) if isinstance(value, tuple) else (value,)
 
     def probes(self, shapes: Sequence[Shape], seed: int, extras: bool = True) -> list[Probe]:
         probes: list[Probe] = []
@@ -105,13 +118,17 @@ def _in_dtype(probe: Probe, dtype: torch.dtype) -> Probe:
     return Probe(inputs, probe.names, probe.seed, probe.note)
 
 
-def _unary_extras(name: str, large: bool = False) -> Callable[[int], list[Probe]]:
-    """A float32 probe (a backward wrong only in float32 must not pass), and for exp |x| in [16, 18]."""
+def _unary_extras(name: str, large: bool = False, huge: bool = False) -> Callable[[int], list[Probe]]:
+    """A float32 probe (a backward wrong only in float32 must not pass); for exp |x| in [16, 18]; for softplus
+    |x| in [200, 1000], where eˣ overflows float64 (x > 709.8): a naive log(1 + eˣ) gives inf there."""
 
     def make(seed: int) -> list[Probe]:
         probes = [_in_dtype(_unary(name)((2, 3), seed)[0], torch.float32)]
         if large:
             probes.append(Probe((_values((4,), seed + 1, low=16.0, high=18.0).requires_grad_(),), (name,), seed + 1))
+        if huge:
+            probes.append(Probe((_values((6,), seed + 2, low=200.0, high=1000.0).requires_grad_(),), (name,), seed + 2,
+                                "large values, |x| in [200, 1000]"))
         return probes
 
     return make
@@ -143,7 +160,32 @@ def _cube(x: torch.Tensor) -> torch.Tensor:
     return x**3
 
 
-NB2, NB3 = "02_custom_function.ipynb", "03_double_backward.ipynb"
+def _softplus(x: torch.Tensor) -> torch.Tensor:
+    """log(1 + eˣ), exact for any x (F.softplus switches to x above its threshold of 20)."""
+    return torch.logaddexp(x, torch.zeros_like(x))
+
+
+def _sort_values(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sorted along the last dimension, and the positions the values came from, in x's dtype."""
+    values, indices = torch.sort(x, dim=-1)
+    return values, indices.to(x.dtype)
+
+
+def _at_least_1d(make: Callable[[Shape, int], list[Probe]]) -> Callable[[Shape, int], list[Probe]]:
+    def probes(shape: Shape, seed: int) -> list[Probe]:
+        if len(shape) == 0:
+            raise ValueError("sortvalues sorts along the last dimension: its shapes need at least one dimension")
+        return make(shape, seed)
+
+    return probes
+
+
+def _sort_extras(seed: int) -> list[Probe]:
+    """A float32 probe (its indices must come back as float32 too)."""
+    return [_in_dtype(_unary("x")((2, 4), seed)[0], torch.float32)]
+
+
+NB2, NB3, NB4 = "02_custom_function.ipynb", "03_double_backward.ipynb", "04_modern_functions.ipynb"
 
 # mistake -> (notebook, section heading) that teaches it, when that is not the exercise's own section.
 SECTIONS: dict[str, tuple[str, str]] = {
@@ -168,6 +210,19 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "backward_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
     "derivatives_right_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
     "double_backward_wrong_order": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
+    "needs_setup_context": (NB4, "1. The `setup_context` style: `forward` without `ctx`"),
+    "forward_takes_ctx": (NB4, "1. The `setup_context` style: `forward` without `ctx`"),
+    "no_vmap_rule": (NB4, "3. `vmap`: `generate_vmap_rule` or your own `vmap` rule"),
+    "not_vmap_compatible": (NB4, "3. `vmap`: `generate_vmap_rule` or your own `vmap` rule"),
+    "vmap_wrong": (NB4, "3. `vmap`: `generate_vmap_rule` or your own `vmap` rule"),
+    "jvp_not_implemented": (NB4, "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`"),
+    "jvp_not_saved_for_forward": (NB4, "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`"),
+    "jvp_ignores_tangent": (NB4, "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`"),
+    "jvp_wrong": (NB4, "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`"),
+    "once_differentiable": (NB4, "6. Flags and markers: `once_differentiable`, `mark_non_differentiable`, "
+                                 "`set_materialize_grads`, `mark_dirty`"),
+    "output_not_marked_non_differentiable": (NB4, "6. Flags and markers: `once_differentiable`, "
+                                                  "`mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`"),
 }
 
 EXERCISES: dict[str, Exercise] = {
@@ -217,6 +272,33 @@ EXERCISES: dict[str, Exercise] = {
             extra_probes=_unary_extras("x"),
             sections={"default": "5. When backward is not tracked: Cube and CubeBackward"},
             backward_classes=("CubeBackward",),
+        ),
+        Exercise(
+            id="softplus",
+            title="Softplus",
+            classes=("Softplus",),
+            formula="log(1 + eˣ)",
+            reference=_softplus,
+            input_names=("x",),
+            make_probes=_unary("x"),
+            extra_probes=_unary_extras("x", huge=True),
+            sections={"default": "5. Exercise: `Softplus` (graded, 6 points)"},
+            notebook=NB4,
+            setup_context=True,
+        ),
+        Exercise(
+            id="sortvalues",
+            title="SortValues",
+            classes=("SortValues",),
+            formula="sort(x) along the last dimension",
+            reference=_sort_values,
+            input_names=("x",),
+            make_probes=_at_least_1d(_unary("x")),
+            extra_probes=_sort_extras,
+            sections={"default": "7. Exercise: `SortValues` (graded, 4 points)"},
+            default_shapes=((2, 5),),
+            notebook=NB4,
+            outputs=("values", "indices"),
         ),
         Exercise(
             id="linear",

@@ -510,6 +510,235 @@ EN.update({
     ),
 })
 
+
+# --- notebook 4: today's custom-Function API (setup_context, torch.func, forward mode, markers) -------
+EN.update({
+    "wrong_outputs": Message(
+        "{name} returned a {type}, not {n_expected} tensors ({outputs}).",
+        "Return every output from forward as a tuple, in this order: `return {outputs}`.",
+    ),
+    "output_wrong": Message(
+        "the output `{output}` is wrong.",
+        "Compute `{output}` as the docstring says and compare with the numbers above on this small probe.",
+    ),
+    "output_wrong_dtype": Message(
+        "the output `{output}` has dtype {received_dtype}, expected {expected_dtype}.",
+        "Convert it to the input's dtype before returning it (e.g. `{output}.to(x.dtype)`).",
+    ),
+    "output_not_marked_non_differentiable": Message(
+        "the output `{output}` requires grad: autograd treats it as differentiable, so a loss that uses it sends "
+        "a gradient your backward ignores.",
+        "Call `ctx.mark_non_differentiable({output})` (in setup_context, or in forward); PyTorch marks integer outputs "
+        "for you, floating-point ones only when you say so.",
+    ),
+    "forward_overflow": Message(
+        "forward overflows: it returns {value} at x = {x}, where PyTorch's result is finite.",
+        "Rewrite the formula so that no intermediate overflows: eˣ is inf above x ≈ 709 in float64 (88 in float32). "
+        "For log(1 + eˣ) use max(x, 0) + log1p(e^(−|x|)).",
+    ),
+    "gradient_overflow": Message(
+        "the gradient for `{name}` overflows: it is {value} at x = {x}, where PyTorch's is finite.",
+        "Compute the derivative with a formula that stays finite (for softplus: torch.sigmoid(x), not eˣ / (1 + eˣ)).",
+    ),
+    "once_differentiable": Message(
+        "the second derivative is missing: backward is decorated with @once_differentiable, so the gradient it returns "
+        "under create_graph=True has no graph (no error is raised: torch.autograd.grad just cannot differentiate it).",
+        "Remove @once_differentiable: this Function must be differentiable twice, and its backward is already made of "
+        "differentiable PyTorch ops.",
+    ),
+    "forward_takes_ctx": Message(
+        "{cls} is written in the classic style (forward takes ctx), not in the setup_context style.",
+        "Write `forward(x)` without ctx and a separate `setup_context(ctx, inputs, output)` that saves what backward "
+        "and jvp need; torch.func (vmap, grad, jvp) requires this style.",
+    ),
+    "needs_setup_context": Message(
+        "torch.func cannot transform {cls}: forward takes ctx and there is no setup_context ({error}).",
+        "Move everything done with ctx out of forward into `setup_context(ctx, inputs, output)`, and define "
+        "`forward(x)` without ctx.",
+    ),
+    "no_vmap_rule": Message(
+        "torch.func.vmap cannot batch {cls}: it has no vmap rule.",
+        "Set `generate_vmap_rule = True` on the class (its forward, setup_context, backward and jvp must then be "
+        "written with PyTorch ops only), or write a `vmap(info, in_dims, x)` staticmethod.",
+    ),
+    "not_vmap_compatible": Message(
+        "torch.func.vmap could not run {cls}: {error}",
+        "With generate_vmap_rule = True, forward and backward run on batched tensors: no .item(), no Python `if` on "
+        "tensor values, no NumPy; use torch.where and other tensor ops instead.",
+    ),
+    "jvp_not_implemented": Message(
+        "{cls} has no jvp, so forward-mode AD (torch.func.jvp, dual tensors) cannot go through it.",
+        "Add `@staticmethod def jvp(ctx, x_t)` returning the output's tangent: dy = f'(x) · x_t.",
+    ),
+    "jvp_not_saved_for_forward": Message(
+        "jvp finds nothing in ctx.saved_tensors: tensors saved with save_for_backward are for backward only.",
+        "In setup_context, also call `ctx.save_for_forward(x)` for what jvp reads.",
+    ),
+    "jvp_no_tangent": Message(
+        "the output of {cls} has no tangent when its input is a {how}: forward mode did not go through your jvp.",
+        "Call the Function through `.apply`, and make jvp return the tangent of the output.",
+    ),
+    "jvp_wrong_shape": Message(
+        "jvp (through {how}) returns shape {received_shape}, expected the output's shape {expected_shape}.",
+        "jvp returns one tangent per output, shaped like that output: f'(x) * x_t elementwise.",
+    ),
+    "jvp_ignores_tangent": Message(
+        "jvp ignores the tangent x_t (through {how}): it returns the derivative alone.",
+        "Forward mode pushes a direction through: return f'(x) * x_t, not f'(x).",
+    ),
+    "jvp_wrong": Message(
+        "jvp (through {how}) does not give PyTorch's forward-mode derivative.",
+        "Re-derive d({formula})/dx: jvp must return f'(x) * x_t, with f' the same derivative backward uses.",
+    ),
+    "jvp_overflow": Message(
+        "jvp overflows: it returns {value} at x = {x}, where PyTorch's tangent is finite.",
+        "Use a derivative formula that stays finite for large |x| (for softplus, torch.sigmoid(x)).",
+    ),
+    "vmap_wrong_shape": Message(
+        "torch.func.vmap over {cls} returns shape {received_shape}, expected {expected_shape}.",
+        "A vmap rule returns (output, out_dims): the batch dimension must be where out_dims says (usually 0).",
+    ),
+    "vmap_wrong": Message(
+        "torch.func.vmap over {cls} differs from running it on one sample at a time.",
+        "Check your vmap rule: move the batch dimension (in_dims) to the front and return out_dims = 0; or use "
+        "generate_vmap_rule = True.",
+    ),
+    "vmap_grad_wrong": Message(
+        "per-sample gradients, torch.func.vmap(torch.func.grad(...)) over {cls}, differ from PyTorch's.",
+        "torch.func.grad runs your backward on batched tensors: it must use only PyTorch ops on what setup_context "
+        "saved (check the first-derivative check first).",
+    ),
+})
+
+# --- notebook 4 (grader/secondorder.py): Hessian-vector products and the gradient penalty ---------------
+EN.update({
+    "hvp_needs_function": Message(
+        "{function} could not be checked on {probe_function}: the notebook does not define {names}.",
+        "Run the cell that defines {names} (your answer above) before this check; the grader builds some of its "
+        "functions from your own Functions.",
+    ),
+    "hvp_changed_x": Message(
+        "{function} changed x: it must leave the caller's tensor as it was (no requires_grad_, no .grad).",
+        "Work on your own copy: `x = x.detach().requires_grad_()` at the start, and use torch.autograd.grad, "
+        "not .backward().",
+    ),
+    "hvp_wrong_shape": Message(
+        "{function} returns shape {received_shape}, expected x's shape {expected_shape}.",
+        "H v has the shape of x: differentiate the gradient g (shape of x) with grad_outputs=v.",
+    ),
+    "hvp_returns_gradient": Message(
+        "{function} returns the gradient ∇f(x), not the Hessian-vector product H v.",
+        "Differentiate once more: g = grad(f(x), x, create_graph=True); then H v = grad(g, x, grad_outputs=v).",
+    ),
+    "hvp_ones_not_v": Message(
+        "{function} returns H · 1 (the Hessian times a vector of ones), not H v.",
+        "Pass v as grad_outputs to the second differentiation (not torch.ones_like, and not g.sum()).",
+    ),
+    "hvp_diagonal_only": Message(
+        "{function} returns diag(H) * v: only the Hessian's diagonal, as if f were elementwise.",
+        "H v mixes coordinates: differentiate g against v in one call, grad(g, x, grad_outputs=v), instead of "
+        "working element by element.",
+    ),
+    "hvp_wrong_through_function": Message(
+        "{function} is right on plain PyTorch functions but wrong on a function built from your {names}: "
+        "the double backward of {names} is the cause.",
+        "Check {names}'s second-derivative check (and re-run its answer cell): an HVP goes through its backward's "
+        "own backward.",
+    ),
+    "hvp_function_not_twice_differentiable": Message(
+        "{function} works on plain PyTorch functions, but through your {names} the gradient has no graph to "
+        "differentiate ({error_type}: {error}): {names}'s backward is not differentiable.",
+        "Fix {names} first (its second-derivative check says how: no .detach(), NumPy or torch.no_grad() in "
+        "backward, no @once_differentiable); your hvp itself is fine on the other functions.",
+    ),
+    "hvp_wrong": Message(
+        "{function} does not return PyTorch's Hessian-vector product.",
+        "Compute g = grad(f(x), x, create_graph=True), then grad(g, x, grad_outputs=v); compare with the numbers "
+        "above.",
+    ),
+    "hvp_forms_hessian": Message(
+        "{function} builds the whole Hessian (torch.func.hessian / jacobian) and multiplies it by v.",
+        "An HVP never forms H (n² numbers): it costs about two gradients. Use double backward, or jvp over grad.",
+    ),
+    "hvp_not_double_backward": Message(
+        "{function} uses forward mode; this part asks for double backward.",
+        "Use torch.autograd.grad twice (create_graph=True on the first); forward-over-reverse is the next part, "
+        "hvp_forward.",
+    ),
+    "hvp_not_forward_mode": Message(
+        "{function} never pushes a forward-mode tangent through f: it is not forward-over-reverse.",
+        "Use torch.func.jvp(torch.func.grad(f), (x,), (v,)) (or forward_ad dual tensors through autograd.grad).",
+    ),
+    "hvp_x_not_tracked": Message(
+        "{function} differentiates with respect to an x that does not require grad ({error_type}: {error}).",
+        "x arrives without requires_grad: start with `x = x.detach().requires_grad_()`.",
+    ),
+    "hvp_no_create_graph": Message(
+        "the gradient cannot be differentiated again ({error_type}: {error}).",
+        "Pass create_graph=True to the first torch.autograd.grad so that autograd records the gradient's own graph.",
+    ),
+    "hvp_function_needs_setup_context": Message(
+        "torch.func cannot go through one of your Functions ({error_type}: {error}).",
+        "Write that Function in the setup_context style (forward without ctx); see its own structure check.",
+    ),
+    "hvp_function_without_jvp": Message(
+        "forward mode cannot go through one of your Functions: it has no jvp ({error_type}: {error}).",
+        "Give that Function a jvp staticmethod (and save_for_forward what it reads); see its forward-mode check.",
+    ),
+    "penalty_changed_w_grad": Message(
+        "{function} changed w.grad: it must return the penalty, not call .backward().",
+        "Use torch.autograd.grad(..., create_graph=True) for the gradient with respect to x; leave w.grad alone.",
+    ),
+    "penalty_wrong_shape": Message(
+        "{function} returns shape {received_shape}, expected a 0-d tensor (one number for the batch).",
+        "Average the per-sample penalties over the batch: ((norms - 1) ** 2).mean().",
+    ),
+    "penalty_norm_over_batch": Message(
+        "{function} takes one norm over the whole batch's gradient, not one norm per sample.",
+        "Flatten each sample's gradient and take its norm: g.flatten(1).norm(dim=1), then ((norms - 1) ** 2).mean().",
+    ),
+    "penalty_squared_norm": Message(
+        "{function} uses the squared norm ‖g‖², not the norm ‖g‖.",
+        "Take the norm itself: g.flatten(1).norm(dim=1) (the square root of the sum of squares).",
+    ),
+    "penalty_sum_not_mean": Message(
+        "{function} sums the per-sample penalties instead of averaging them.",
+        "Use .mean() over the batch, so that the penalty does not grow with the batch size.",
+    ),
+    "penalty_missing_minus_one": Message(
+        "{function} penalises ‖g‖² rather than (‖g‖ − 1)²: the target norm 1 is missing.",
+        "WGAN-GP pushes each sample's gradient norm towards 1: ((norms - 1) ** 2).mean().",
+    ),
+    "penalty_wrong_through_function": Message(
+        "{function} is right on plain PyTorch models but wrong on the model built from your {names}.",
+        "Check {names}'s forward and first-derivative checks: the penalty uses your Function's backward.",
+    ),
+    "penalty_wrong": Message(
+        "{function} does not return the gradient penalty mean((‖∂f/∂xᵢ‖ − 1)²).",
+        "Gradient of f(w, x).sum() with respect to x (one row per sample), per-sample norms, then "
+        "((norms - 1) ** 2).mean(); compare with the numbers above.",
+    ),
+    "penalty_no_create_graph": Message(
+        "the penalty cannot be differentiated with respect to w: its gradient was computed without a graph.",
+        "Pass create_graph=True to torch.autograd.grad when you take the gradient with respect to x: the penalty "
+        "is then a function of w that training can differentiate (double backward).",
+    ),
+    "penalty_gradient_wrong_through_function": Message(
+        "the penalty's gradient with respect to w is wrong on the model built from your {names}, right on plain "
+        "PyTorch models: {names}'s double backward is the cause.",
+        "Check {names}'s second-derivative check: d penalty / dw goes through its backward's own backward.",
+    ),
+    "penalty_gradient_wrong": Message(
+        "the penalty's gradient with respect to w differs from PyTorch's.",
+        "Keep every step in PyTorch ops with create_graph=True (no .detach(), no .item()), so that autograd can "
+        "differentiate the penalty.",
+    ),
+    "penalty_x_not_tracked": Message(
+        "{function} differentiates with respect to an x that does not require grad ({error_type}: {error}).",
+        "x arrives without requires_grad: start with `x = x.detach().requires_grad_()`.",
+    ),
+})
+
 TABLES: Mapping[str, Mapping[str, Message]] = {"en": EN}
 LANGUAGE = "en"
 

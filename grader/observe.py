@@ -107,9 +107,17 @@ def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple
             out = fn(*inputs)
     except Exception as exc:
         return {"error": error_info(exc, "running forward")}, None, None
+    extra: Obs = {}
+    if len(ex.outputs) > 1:  # e.g. (values, indices): the first is the one derivatives are checked on
+        if not (isinstance(out, (tuple, list)) and len(out) == len(ex.outputs)
+                and all(isinstance(o, torch.Tensor) for o in out)):
+            return {"type": type(out).__name__, "name": getattr(fn, "__name__", "your function"),
+                    "count": len(out) if isinstance(out, (tuple, list)) else 1}, None, None
+        extra = {"outputs": [detached(o) for o in out], "requires_grad": [bool(o.requires_grad) for o in out]}
+        out = out[0]
     if not isinstance(out, torch.Tensor):
         return {"type": type(out).__name__, "name": getattr(fn, "__name__", "your function")}, None, None
-    obs: Obs = {"type": "Tensor", "value": detached(out), "has_graph": out.grad_fn is not None}
+    obs: Obs = {"type": "Tensor", "value": detached(out), "has_graph": out.grad_fn is not None, **extra}
     node = find_node(out, ex.classes) if out.grad_fn is not None else None
     obs["node"] = node_class(node).__name__ if node is not None else None
     obs["found"] = type(out.grad_fn).__name__ if out.grad_fn is not None else None
@@ -239,6 +247,9 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Ob
         return result
     cls = node_class(node)
     result["backward_source"] = dx.source_of(cls.backward)
+    # torch's decorator wraps backward (functools.wraps copies the name, not the code's): no graph, silently
+    code = getattr(cls.backward, "__code__", None)
+    result["once_differentiable"] = "once_differentiable" in str(getattr(code, "co_qualname", ""))
     v = grad_output(out.shape, probe.seed, probe.dtype).requires_grad_()
     diff = _differentiable(inputs)
     try:
@@ -312,6 +323,7 @@ def structure(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
     result, out, node = _begin(ex, fn, inputs)
     if out is None:
         return result
+    result["style"] = style(node_class(node))
     v = grad_output(out.shape, probe.seed, probe.dtype)
     result["raw"] = raw_backward(probe, out, node, v)
     if ex.backward_classes and "error" not in result["raw"]:
@@ -328,11 +340,97 @@ def structure(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
     return result
 
 
+def tangents(probe: Probe) -> list[torch.Tensor]:
+    """The tangent (direction) for each tensor input in forward-mode checks; the judge rebuilds the same."""
+    return [_values(tuple(x.shape), probe.seed + 21 + k).to(x.dtype)
+            for k, x in enumerate(probe.inputs) if isinstance(x, torch.Tensor)]
+
+
+BATCH = 3  # samples vmap maps over
+
+
+def batched(probe: Probe) -> list[torch.Tensor]:
+    """Each tensor input stacked BATCH times with other values, for vmap; the judge rebuilds the same."""
+    return [_values((BATCH, *x.shape), probe.seed + 31 + k).to(x.dtype)
+            for k, x in enumerate(probe.inputs) if isinstance(x, torch.Tensor)]
+
+
+def _first(out: Any) -> Any:
+    return out[0] if isinstance(out, (tuple, list)) and out else out
+
+
+def _tensor_or_kind(value: Any) -> Any:
+    """A result as data: a detached tensor, or what else it was ({'other': type name})."""
+    return detached(value) if isinstance(value, torch.Tensor) else {"other": type(value).__name__}
+
+
+def forward_mode(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
+    """The Function's jvp through torch.func.jvp and through forward_ad dual tensors (unary Functions)."""
+    from torch.autograd import forward_ad
+
+    result, out, _ = _begin(ex, fn, probe.fresh())
+    if out is None:
+        return result
+    primals = tuple(x.detach() for x in probe.inputs if isinstance(x, torch.Tensor))
+    directions = tuple(tangents(probe))
+    try:
+        _, jvp_out = torch.func.jvp(lambda *xs: _first(fn(*xs)), primals, directions)
+        result["func_jvp"] = {"value": _tensor_or_kind(jvp_out)}
+    except Exception as exc:
+        result["func_jvp"] = {"error": error_info(exc, "running torch.func.jvp over your Function")}
+    try:
+        with forward_ad.dual_level():
+            duals = [forward_ad.make_dual(x, t) for x, t in zip(primals, directions)]
+            y = _first(fn(*duals))
+            tangent = forward_ad.unpack_dual(y).tangent if isinstance(y, torch.Tensor) else None
+            result["dual"] = {"tangent": detached(tangent)}
+    except Exception as exc:
+        result["dual"] = {"error": error_info(exc, "running your Function on forward_ad dual tensors")}
+    return result
+
+
+def vmap(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
+    """torch.func.vmap of the Function, the same as a loop, and per-sample gradients vmap(grad(sum of fn))."""
+    result, out, _ = _begin(ex, fn, probe.fresh())
+    if out is None:
+        return result
+    stacked = batched(probe)
+    try:
+        result["vmap"] = {"value": _tensor_or_kind(_first(torch.func.vmap(fn)(*stacked)))}
+    except Exception as exc:
+        result["vmap"] = {"error": error_info(exc, "running torch.func.vmap over your Function")}
+    try:
+        rows = [_first(fn(*(x[i] for x in stacked))) for i in range(BATCH)]
+        result["loop"] = {"value": detached(torch.stack(rows))}
+    except Exception as exc:
+        result["loop"] = {"error": error_info(exc, "running your Function on one sample at a time")}
+    try:
+        per_sample = torch.func.vmap(torch.func.grad(lambda *xs: _first(fn(*xs)).sum()))(*stacked)
+        result["vmap_grad"] = {"value": _tensor_or_kind(per_sample)}
+    except Exception as exc:
+        result["vmap_grad"] = {"error": error_info(exc, "running torch.func.vmap(torch.func.grad(...)) over your "
+                                                        "Function")}
+    return result
+
+
+def style(cls: type) -> Obs:
+    """How the Function is written: setup_context style (forward without ctx) or the classic one."""
+    from torch.autograd.function import _is_setup_context_defined
+
+    try:
+        with_setup_context = bool(_is_setup_context_defined(cls.setup_context))
+    except Exception:
+        with_setup_context = False
+    return {"setup_context": with_setup_context}
+
+
 OBSERVERS: dict[str, Callable[[Exercise, Callable[..., Any], Probe], Obs]] = {
     "forward": forward,
     "first derivatives": first_derivatives,
     "second derivatives": second_derivatives,
     "structure": structure,
+    "forward mode": forward_mode,
+    "vmap": vmap,
 }
 
 

@@ -16,10 +16,12 @@ from typing import Any
 
 CHECK_FUNCTIONS = {
     "checks": {"forward": "forward", "first_derivatives": "first derivatives",
-               "second_derivatives": "second derivatives", "structure": "structure"},
+               "second_derivatives": "second derivatives", "structure": "structure",
+               "forward_mode": "forward mode", "vmap": "vmap"},
     "basics": {name: name for name in (
         "check_vjp", "check_vjp_keeps_grad", "check_mean_gradient", "check_mean_gradient_stale",
-        "check_mean_gradient_copy", "check_second_derivative", "check_second_derivative_general")},
+        "check_mean_gradient_copy", "check_second_derivative", "check_second_derivative_general",
+        "check_hvp", "check_hvp_forward_over_reverse", "check_penalty_value", "check_penalty_gradient")},
 }
 
 

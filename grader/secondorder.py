@@ -1,0 +1,450 @@
+"""Checks for notebook 4's function exercises: Hessian-vector products and a gradient penalty.
+
+They follow ``grader.basics`` exactly (and register there, so test cells call ``basics.check_hvp(...)``):
+``observe`` calls the student's function on probes and records plain data, ``judge`` rebuilds the
+probes, computes PyTorch's answers (``torch.func.hessian``, ``torch.autograd.grad``) and names the mistake.
+
+Some probe functions are built from the student's own custom Functions (``Softplus`` from notebook 4,
+and ``Square``, ``Exp``, ``Cube``, ``Sinh`` when the notebook carries them over from notebook 3): an HVP or a
+gradient penalty goes through their double backward. The judge's reference uses PyTorch's ops instead,
+so a wrong Function shows up as "right on plain PyTorch functions, wrong through your Softplus".
+
+The grader's probe functions also record, each time they are called, how: under which ``torch.func``
+transforms (grad, jvp, vmap) and with a forward-mode tangent or not. That tells double backward,
+forward-over-reverse and "the whole Hessian, then a product" apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from . import basics
+from .basics import (_Check, _Fail, _Malformed, _as_result, _bool_field, _close, _difference, _fail_if_modified,
+                     _fail_if_raised, _field, _grad_field, _invoke, _leaf, _plain, _rand, _result_record,
+                     _result_value, _tensor_field, _type_name)
+
+Obs = dict[str, Any]
+MAX_CALLS = 50  # calls of a probe function recorded (an HVP calls f once or twice)
+
+# Names of the student's Functions a probe may be built from, with the PyTorch op the reference uses.
+OWN_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "Softplus": lambda t: torch.logaddexp(t, torch.zeros_like(t)),
+    "Square": torch.square,
+    "Exp": torch.exp,
+    "Cube": lambda t: t**3,
+    "Sinh": torch.sinh,
+}
+
+
+def _student_ops(namespace: dict[str, Any] | None, names: Sequence[str]) -> dict[str, Callable[..., Any]] | list[str]:
+    """``name -> Name.apply`` from the notebook, or the list of names it does not define as custom Functions."""
+    found, missing = {}, []
+    for name in names:
+        cls = (namespace or {}).get(name)
+        try:
+            is_function = isinstance(cls, type) and issubclass(cls, torch.autograd.Function)
+        except Exception:  # a class whose metaclass makes issubclass fail is not a Function of the course's
+            is_function = False
+        if is_function:
+            found[name] = _first_output(cls.apply)
+        else:
+            missing.append(name)
+    return missing or found
+
+
+def _first_output(apply: Callable[..., Any]) -> Callable[..., Any]:
+    """``Name.apply``, keeping only the first output (notebook 3's Sinh returns its intermediates too)."""
+    def op(*args: Any) -> Any:
+        out = apply(*args)
+        return out[0] if isinstance(out, tuple) else out
+
+    return op
+
+
+def _call_record(args: Sequence[Any]) -> Obs:
+    """How a probe function was called: transforms active, a forward-mode tangent, the input tracked by autograd."""
+    from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+    from torch.autograd import forward_ad
+
+    x = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    try:
+        transforms = [str(i.key()).rsplit(".", 1)[-1] for i in retrieve_all_functorch_interpreters()]
+    except Exception:
+        transforms = []
+    dual = False
+    if x is not None:
+        try:
+            dual = forward_ad.unpack_dual(x).tangent is not None
+        except Exception:
+            dual = False
+    return {"transforms": transforms, "dual": dual, "tracked": bool(x is not None and x.requires_grad)}
+
+
+def _recording(f: Callable[..., torch.Tensor], calls: list[Obs]) -> Callable[..., torch.Tensor]:
+    def probe_function(*args: Any) -> torch.Tensor:
+        if len(calls) < MAX_CALLS:
+            calls.append(_call_record(args))
+        return f(*args)
+
+    return probe_function
+
+
+# ---------------------------------------------------------------------------------------------
+# exercise "hvp": hvp(f, x, v) by double backward, hvp_forward(f, x, v) by forward-over-reverse
+
+
+@dataclass(frozen=True)
+class _HvpProbe:
+    desc: str
+    make: Callable[[dict[str, Callable[..., Any]]], Callable[[torch.Tensor], torch.Tensor]]  # ops -> f
+    x: torch.Tensor
+    v: torch.Tensor
+    uses: tuple[str, ...] = ()  # the student's Functions f is built from
+    optional: bool = False  # judged only when the notebook defines every Function in ``uses``
+    reference_ops: dict[str, Callable[..., Any]] = field(default_factory=dict)
+
+    def reference(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        return self.make({name: OWN_FUNCTIONS[name] for name in self.uses})
+
+
+def _hvp_probes(sizes: Sequence[int], seed: int, forward_mode: bool = False) -> list[_HvpProbe]:
+    gen = torch.Generator().manual_seed(seed)
+    probes: list[_HvpProbe] = []
+    for n in sizes:
+        n = max(int(n), 2)
+        probes.append(_HvpProbe(f"f(x) = sum(sin(x) * x²), x of shape ({n},)",
+                                lambda ops: lambda t: (torch.sin(t) * t**2).sum(), _rand(gen, n), _rand(gen, n)))
+        probes.append(_HvpProbe(f"f(x) = Rosenbrock's function, x of shape ({n},)",
+                                lambda ops: lambda t: (100 * (t[1:] - t[:-1] ** 2) ** 2 + (1 - t[:-1]) ** 2).sum(),
+                                _rand(gen, n, low=-1.5, high=1.5), _rand(gen, n)))
+        a = _rand(gen, n + 1, n)
+        probes.append(_HvpProbe(f"f(x) = logsumexp(A @ x), A of shape ({n + 1}, {n})",
+                                lambda ops, a=a: lambda t: torch.logsumexp(a @ t, dim=0), _rand(gen, n), _rand(gen, n)))
+        b, c = _rand(gen, n + 2, n), _rand(gen, n + 2)
+        probes.append(_HvpProbe(f"f(x) = sum(c * Softplus(B @ x)) with your Softplus, B of shape ({n + 2}, {n})",
+                                lambda ops, b=b, c=c: lambda t: (c * ops["Softplus"](b @ t)).sum(),
+                                _rand(gen, n), _rand(gen, n), uses=("Softplus",)))
+        if forward_mode:
+            continue  # notebook 3's Functions are written with ctx in forward and have no jvp: not for torch.func
+        for name in ("Square", "Exp", "Cube", "Sinh"):  # one each, so that a wrong one is named
+            d = _rand(gen, n)
+            probes.append(_HvpProbe(f"f(x) = sum(d * {name}(x)) with your {name} from notebook 3, x of shape ({n},)",
+                                    lambda ops, d=d, name=name: lambda t: (d * ops[name](t)).sum(),
+                                    _rand(gen, n, low=-1.0, high=1.0), _rand(gen, n), uses=(name,), optional=True))
+    return probes
+
+
+def _hvp_setup(args: dict[str, Any]) -> list[tuple[_HvpProbe, None]]:
+    return [(p, None) for p in _hvp_probes(args["sizes"], args["seed"])]
+
+
+def _hvp_forward_setup(args: dict[str, Any]) -> list[tuple[_HvpProbe, None]]:
+    return [(p, None) for p in _hvp_probes(args["sizes"], args["seed"], forward_mode=True)]
+
+
+def _observe_hvp(fn: Callable[..., Any], p: _HvpProbe, stale: None, namespace: dict[str, Any] | None = None) -> Obs:
+    ops = _student_ops(namespace, p.uses)
+    if isinstance(ops, list):
+        return {"missing": ops}
+    calls: list[Obs] = []
+    x = p.x.clone()  # given without requires_grad, as a caller would
+    error, result = _invoke(fn, (_recording(p.make(ops), calls), x, p.v.clone()))
+    obs: Obs = {"calls": calls, "x_after": _plain(x), "x_requires_grad": bool(x.requires_grad),
+                "x_grad_after": None if x.grad is None else _plain(x.grad)}
+    if error is not None:
+        obs["error"] = error
+    else:
+        obs["result"] = _result_record(result)
+    return obs
+
+
+def _calls(obs: Obs) -> list[Obs]:
+    calls = _field(obs, "calls")
+    if not isinstance(calls, list) or len(calls) > MAX_CALLS:
+        raise _Malformed("'calls' is not a list of at most {MAX_CALLS} records")
+    for call in calls:
+        transforms = _field(call, "transforms")
+        if not isinstance(transforms, list) or not all(type(t) is str for t in transforms):
+            raise _Malformed("'transforms' is not a list of names")
+        _bool_field(call, "dual")
+        _bool_field(call, "tracked")
+    return calls
+
+
+def _hvp_reference(p: _HvpProbe) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(H v, ∇f, H) at p.x, from PyTorch's own ops."""
+    f = p.reference()
+    hess = torch.func.hessian(f)(p.x)
+    return hess @ p.v, torch.func.grad(f)(p.x), hess
+
+
+def _judge_hvp_probe(check: str, p: _HvpProbe, stale: None, obs: Obs) -> None:
+    if not isinstance(obs, dict):
+        raise _Malformed(f"an observation is a {_type_name(obs)}, not a dict")
+    if "missing" in obs:
+        missing = obs["missing"]
+        if not isinstance(missing, list) or not all(type(m) is str and m in p.uses for m in missing) or not missing:
+            raise _Malformed("'missing' does not name Functions this probe uses")
+        if p.optional:
+            return  # not carried over from notebook 3: nothing to judge through them
+        raise _Fail("hvp_needs_function", names=", ".join(missing), probe_function=p.desc)
+    try:
+        _fail_if_raised("hvp", obs)
+    except _Fail as failure:  # the plain functions came first and passed: the student's Function is the cause
+        if p.uses and failure.mistake == "hvp_no_create_graph":
+            raise _Fail("hvp_function_not_twice_differentiable", names=", ".join(p.uses), code=failure.code,
+                        error_type=failure.fields.get("error_type", ""), error=failure.fields.get("error", "")) from None
+        raise
+    _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"), requires_grad=True)
+    if _bool_field(obs, "x_requires_grad") or _grad_field(obs, "x_grad_after", p.x.shape) is not None:
+        raise _Fail("hvp_changed_x", where="x.requires_grad / x.grad", expected="False / None",
+                    received="changed by your function")
+    calls = _calls(obs)
+    expected, gradient, hess = _hvp_reference(p)
+    got = _as_result(_field(obs, "result"), p.x.shape, "hvp_wrong_shape")
+    if not _close(got, expected):
+        diff = _difference("result", expected, got)
+        if _close(got, gradient):
+            raise _Fail("hvp_returns_gradient", **diff)
+        if _close(got, hess @ torch.ones_like(p.v)):
+            raise _Fail("hvp_ones_not_v", **diff)
+        if _close(got, torch.diagonal(hess) * p.v):
+            raise _Fail("hvp_diagonal_only", **diff)
+        if p.uses:
+            raise _Fail("hvp_wrong_through_function", names=", ".join(p.uses), **diff)
+        raise _Fail("hvp_wrong", **diff)
+    transforms = {t for call in calls for t in call["transforms"]}
+    forward = "Jvp" in transforms or any(call["dual"] for call in calls)
+    if "Vmap" in transforms:
+        raise _Fail("hvp_forms_hessian")
+    if check == "check_hvp" and forward:
+        raise _Fail("hvp_not_double_backward")
+    if check == "check_hvp_forward_over_reverse" and not forward:
+        raise _Fail("hvp_not_forward_mode")
+
+
+# ---------------------------------------------------------------------------------------------
+# exercise "penalty": gradient_penalty(f, w, x), WGAN-GP style
+
+
+@dataclass(frozen=True)
+class _PenaltyProbe:
+    desc: str
+    make: Callable[[dict[str, Callable[..., Any]]], Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
+    w: torch.Tensor
+    x: torch.Tensor
+    uses: tuple[str, ...] = ()
+
+    def reference(self) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+        return self.make({name: OWN_FUNCTIONS[name] for name in self.uses})
+
+
+def _penalty_probes(sizes: Sequence[int], seed: int) -> list[_PenaltyProbe]:
+    gen = torch.Generator().manual_seed(seed)
+    batch, features = int(sizes[0]), int(sizes[1]) if len(sizes) > 1 else 3
+    hidden = 3
+    return [
+        _PenaltyProbe(f"f(w, x) = 2 * tanh(x @ w), x of shape ({batch}, {features})",
+                      lambda ops: lambda w, x: 2 * torch.tanh(x @ w),
+                      _rand(gen, features), _rand(gen, batch, features)),
+        _PenaltyProbe(f"f(w, x) = sum((w * x)², dim=1) + sin(x @ w), x of shape ({batch}, {features})",
+                      lambda ops: lambda w, x: ((w * x) ** 2).sum(1) + torch.sin(x @ w),
+                      _rand(gen, features, low=-0.8, high=0.8), _rand(gen, batch, features)),
+        _PenaltyProbe(f"f(w, x) = Softplus(x @ W1ᵀ) @ w2 with your Softplus (w = W1 ({hidden}, {features}) and w2 "
+                      f"({hidden},) flattened into one vector), x of shape ({batch}, {features})",
+                      lambda ops: lambda w, x: ops["Softplus"](x @ w[:hidden * features].reshape(hidden, features).T)
+                      @ w[hidden * features:],
+                      _rand(gen, hidden * features + hidden), _rand(gen, batch, features), uses=("Softplus",)),
+    ]
+
+
+def _penalty_setup(args: dict[str, Any]) -> list[tuple[_PenaltyProbe, None]]:
+    return [(p, None) for p in _penalty_probes(args["sizes"], args["seed"])]
+
+
+def penalty_reference(f: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], w: torch.Tensor,
+                      x: torch.Tensor) -> torch.Tensor:
+    """mean over the batch of (‖∂f(w, x)_i / ∂x_i‖ − 1)², differentiable with respect to w."""
+    x = x.detach().requires_grad_()
+    (g,) = torch.autograd.grad(f(w, x).sum(), x, create_graph=True)
+    return ((g.flatten(1).norm(dim=1) - 1) ** 2).mean()
+
+
+def _observe_penalty(fn: Callable[..., Any], p: _PenaltyProbe, stale: None,
+                     namespace: dict[str, Any] | None = None) -> Obs:
+    ops = _student_ops(namespace, p.uses)
+    if isinstance(ops, list):
+        return {"missing": ops}
+    w, x = _leaf(p.w), p.x.clone()
+    error, result = _invoke(fn, (p.make(ops), w, x))
+    obs: Obs = {"w_after": _plain(w), "x_after": _plain(x), "w_grad_after": None if w.grad is None else _plain(w.grad)}
+    if error is not None:
+        obs["error"] = error
+        return obs
+    obs["result"] = _result_record(result)
+    if isinstance(result, torch.Tensor):
+        obs["requires_grad"] = bool(result.requires_grad)
+        if result.requires_grad and result.numel() == 1:
+            gradient_error, grads = _invoke(lambda: torch.autograd.grad(result.sum(), w, allow_unused=True), ())
+            if gradient_error is not None:
+                obs["gradient_error"] = gradient_error
+            else:
+                obs["gradient"] = None if grads[0] is None else _plain(grads[0])
+    return obs
+
+
+def _penalty_variants(p: _PenaltyProbe) -> dict[str, torch.Tensor]:
+    """Wrong penalties students compute, by mistake id, to name what the result equals."""
+    f, w, x = p.reference(), p.w, p.x.detach().requires_grad_()
+    (g,) = torch.autograd.grad(f(w, x).sum(), x)
+    per_sample = g.flatten(1)
+    return {
+        "penalty_norm_over_batch": (per_sample.norm() - 1) ** 2,
+        "penalty_squared_norm": ((per_sample.pow(2).sum(1) - 1) ** 2).mean(),
+        "penalty_sum_not_mean": ((per_sample.norm(dim=1) - 1) ** 2).sum(),
+        "penalty_missing_minus_one": (per_sample.norm(dim=1) ** 2).mean(),
+    }
+
+
+def _judge_penalty_probe(check: str, p: _PenaltyProbe, stale: None, obs: Obs) -> None:
+    if not isinstance(obs, dict):
+        raise _Malformed(f"an observation is a {_type_name(obs)}, not a dict")
+    if "missing" in obs:
+        missing = obs["missing"]
+        if not isinstance(missing, list) or not missing or not all(type(m) is str and m in p.uses for m in missing):
+            raise _Malformed("'missing' does not name Functions this probe uses")
+        raise _Fail("hvp_needs_function", names=", ".join(missing), probe_function=p.desc)
+    _fail_if_raised("penalty", obs)
+    _fail_if_modified("w", p.w, _tensor_field(obs, "w_after"))
+    _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"), requires_grad=True)
+    if _grad_field(obs, "w_grad_after", p.w.shape) is not None:
+        raise _Fail("penalty_changed_w_grad", where="w.grad", expected="None", received="a tensor")
+    w = _leaf(p.w)
+    expected = penalty_reference(p.reference(), w, p.x)
+    got = _as_result(_field(obs, "result"), torch.Size([]), "penalty_wrong_shape")
+    if not _close(got, expected.detach()):
+        diff = _difference("penalty", expected.detach(), got)
+        for mistake, value in _penalty_variants(p).items():
+            if _close(got, value.detach()):
+                raise _Fail(mistake, **diff)
+        if p.uses:
+            raise _Fail("penalty_wrong_through_function", names=", ".join(p.uses), **diff)
+        raise _Fail("penalty_wrong", **diff)
+    if check == "check_penalty_value":
+        return
+    if not _bool_field(obs, "requires_grad"):
+        raise _Fail("penalty_no_create_graph", where="penalty.requires_grad", expected="True", received="False")
+    if "gradient_error" in obs:
+        _fail_if_raised("penalty", {"error": obs["gradient_error"]})
+    (expected_gradient,) = torch.autograd.grad(expected, w)
+    received = _field(obs, "gradient")
+    if received is None:
+        raise _Fail("penalty_no_create_graph", where="d penalty / d w", expected="a gradient", received="None")
+    received = basics._as_tensor(received, "'gradient'")
+    if received.shape != expected_gradient.shape or not _close(received.to(torch.float64), expected_gradient):
+        diff = _difference("d penalty / d w", expected_gradient, received)
+        if p.uses:
+            raise _Fail("penalty_gradient_wrong_through_function", names=", ".join(p.uses), **diff)
+        raise _Fail("penalty_gradient_wrong", **diff)
+
+
+# ---------------------------------------------------------------------------------------------
+# registration with grader.basics: the same observe / judge / public check machinery
+
+SIGNATURES = {"hvp": "hvp(f, x, v)", "check_hvp_forward_over_reverse": "hvp_forward(f, x, v)",
+              "penalty": "gradient_penalty(f, w, x)"}
+SECTIONS = {"hvp": "9. Exercise: `hvp` (graded, 4 points)",
+            "penalty": "11. Exercise: `gradient_penalty` (graded, 3 points)"}
+MISTAKE_SECTIONS = {
+    "hvp_not_forward_mode": "8. Hessian-vector products: double backward and forward-over-reverse",
+    "hvp_forms_hessian": "8. Hessian-vector products: double backward and forward-over-reverse",
+    "hvp_no_create_graph": "8. Hessian-vector products: double backward and forward-over-reverse",
+    "penalty_no_create_graph": "10. Capstone: a gradient penalty through your own Functions",
+}
+ERROR_MISTAKES = {
+    "hvp": [("One of the differentiated Tensors does not require grad", "hvp_x_not_tracked"),
+            ("does not require grad", "hvp_no_create_graph"),
+            ("must override the setup_context staticmethod", "hvp_function_needs_setup_context"),
+            ("implement the jvp function", "hvp_function_without_jvp")],
+    "penalty": [("One of the differentiated Tensors does not require grad", "penalty_x_not_tracked"),
+                ("does not require grad", "penalty_no_create_graph")],
+}
+MISTAKES: dict[str, tuple[str, ...]] = {
+    "hvp_needs_function": ("names", "probe_function"),
+    "hvp_changed_x": (),
+    "hvp_wrong_shape": ("received_shape", "expected_shape"),
+    "hvp_returns_gradient": (),
+    "hvp_ones_not_v": (),
+    "hvp_diagonal_only": (),
+    "hvp_wrong_through_function": ("names",),
+    "hvp_wrong": (),
+    "hvp_forms_hessian": (),
+    "hvp_not_double_backward": (),
+    "hvp_not_forward_mode": (),
+    "hvp_x_not_tracked": ("error_type", "error"),
+    "hvp_no_create_graph": ("error_type", "error"),
+    "hvp_function_needs_setup_context": ("error_type", "error"),
+    "hvp_function_without_jvp": ("error_type", "error"),
+    "hvp_function_not_twice_differentiable": ("names", "error_type", "error"),
+    "penalty_changed_w_grad": (),
+    "penalty_wrong_shape": ("received_shape", "expected_shape"),
+    "penalty_norm_over_batch": (),
+    "penalty_squared_norm": (),
+    "penalty_sum_not_mean": (),
+    "penalty_missing_minus_one": (),
+    "penalty_wrong_through_function": ("names",),
+    "penalty_wrong": (),
+    "penalty_no_create_graph": (),
+    "penalty_gradient_wrong_through_function": ("names",),
+    "penalty_gradient_wrong": (),
+    "penalty_x_not_tracked": ("error_type", "error"),
+}
+_HVP = {"sizes": (4,), "seed": 0}
+_PENALTY = {"sizes": (5, 3), "seed": 0}
+CHECKS = {
+    "check_hvp": _Check("hvp", _HVP, _hvp_setup, _observe_hvp, _judge_hvp_probe,
+                        "hvp: H v by double backward matches torch.func.hessian on {n} probes", uses_namespace=True),
+    "check_hvp_forward_over_reverse": _Check(
+        "hvp", _HVP, _hvp_forward_setup, _observe_hvp, _judge_hvp_probe,
+        "hvp_forward: H v by forward-over-reverse matches torch.func.hessian on {n} probes", uses_namespace=True),
+    "check_penalty_value": _Check("penalty", _PENALTY, _penalty_setup, _observe_penalty, _judge_penalty_probe,
+                                  "gradient_penalty: value matches PyTorch's on {n} probes", uses_namespace=True),
+    "check_penalty_gradient": _Check(
+        "penalty", _PENALTY, _penalty_setup, _observe_penalty, _judge_penalty_probe,
+        "gradient_penalty: its gradient with respect to w matches PyTorch's (double backward) on {n} probes",
+        uses_namespace=True),
+}
+
+
+def _notebook_namespace() -> dict[str, Any]:
+    """The notebook's variables, for a self-check run in the student's kernel (IPython's user namespace)."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    return dict(vars(main)) if main is not None else {}
+
+
+def _public(name: str, doc: str) -> Callable[..., None]:
+    @basics._student_facing
+    def check(fn: Callable[..., Any], sizes: Sequence[int] = CHECKS[name].defaults["sizes"],
+              seed: int = 0) -> None:
+        kw = {"sizes": sizes, "seed": seed}
+        print("✓ " + basics.judge(name, basics.observe(name, fn, namespace=_notebook_namespace(), **kw), **kw))
+
+    check.__name__ = check.__qualname__ = name
+    check.__doc__ = doc
+    return check
+
+
+check_hvp = _public("check_hvp", "Check ``hvp(f, x, v)`` returns H v by double backward (H: f's Hessian at x).")
+check_hvp_forward_over_reverse = _public(
+    "check_hvp_forward_over_reverse", "Check ``hvp_forward(f, x, v)`` returns H v by forward-over-reverse.")
+check_penalty_value = _public("check_penalty_value", "Check ``gradient_penalty(f, w, x)``'s value.")
+check_penalty_gradient = _public(
+    "check_penalty_gradient", "Check the gradient of ``gradient_penalty(f, w, x)`` with respect to w.")
+PUBLIC = {"check_hvp": check_hvp, "check_hvp_forward_over_reverse": check_hvp_forward_over_reverse,
+          "check_penalty_value": check_penalty_value, "check_penalty_gradient": check_penalty_gradient}
