@@ -111,6 +111,48 @@ class CheckFailed(AssertionError):
             return student_traceback(text)
 
 
+# --- an exercise not written yet ------------------------------------------------------------------------
+
+# The message of a released stub (grader.nbgrader_plugins.NamedStubs): "exercise 'square': write Square.backward".
+_STUB = re.compile(r"exercise '(?P<exercise>[\w-]+)': write (?P<target>[\w.]+)")
+
+
+def stub_target(message: str, exercise: str) -> str:
+    """'Square.backward' when ``message`` is what the released stub of ``exercise`` raises; else ''."""
+    match = _STUB.search(str(message))
+    return match.group("target") if match and match.group("exercise") == exercise else ""
+
+
+def unfinished_target(finding: Finding) -> str:
+    """What is left to write when a check failed only because its exercise's stub is untouched; else ''."""
+    if finding.mistake != "not_implemented":
+        return ""
+    return stub_target(str(finding.fields.get("error", "")), finding.exercise)
+
+
+def reports_unfinished() -> bool:
+    """Whether a self-check reports an untouched stub (``unfinished_notice``) instead of raising.
+
+    Only in a notebook a student runs, so that Restart & Run All goes on past an exercise not written yet:
+    never when nbgrader runs the notebook (``nbgrader validate`` and ``autograde`` set NBGRADER_EXECUTION in
+    the kernel's environment, and an untouched exercise must fail there), and never outside IPython (tests,
+    scripts). Trusted grading never runs test cells: it judges observations, so this changes no score."""
+    if os.environ.get("NBGRADER_EXECUTION"):
+        return False
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
+
+
+def unfinished_notice(finding: Finding, target: str) -> str:
+    """Two lines a self-check prints for an exercise not written yet: what is missing and what to do."""
+    fields = {**finding.fields, "exercise": finding.exercise, "check": finding.check, "target": target}
+    note = messages.message("unfinished_exercise")
+    return f"○ {note.title.format(**fields)}\n  {note.hint.format(**fields)}"
+
+
 # nbgrader validate prints each line of an error's traceback indented by 4 spaces and cuts it at 87
 # characters (Validator.width = 90): the lines shown to a student are wrapped to fit whole.
 RENDER_WIDTH = 83
@@ -280,16 +322,47 @@ def source_of(function: Any) -> str:
         return ""
 
 
+def _tensors_in(value: Any) -> list[torch.Tensor]:
+    """The tensors an attribute holds, directly or in a list/tuple/dict (one level)."""
+    values: Iterable[Any] = value.values() if isinstance(value, dict) else (
+        value if isinstance(value, (list, tuple)) else (value,))
+    return [v for v in values if isinstance(v, torch.Tensor)]
+
+
 def tensor_attributes(ctx: Any, limit: int = MAX_CTX_ATTRS) -> list[str]:
     """Names of ctx attributes that hold tensors (directly or in a list/tuple/dict); the first ``limit``."""
     names: list[str] = []
     for name, value in vars(ctx).items() if hasattr(ctx, "__dict__") else []:
         if len(names) >= limit:
             break
-        values: Iterable[Any] = value.values() if isinstance(value, dict) else (
-            value if isinstance(value, (list, tuple)) else (value,))
-        if any(isinstance(v, torch.Tensor) for v in values):
+        if _tensors_in(value):
             names.append(f"ctx.{name}")
+    return names
+
+
+def tensors_without_history(ctx: Any, limit: int = MAX_CTX_ATTRS) -> list[str]:
+    """What backward can read from ``ctx`` that autograd sees as a constant, named as backward reads it
+    (``ctx.expx``, ``ctx.saved_tensors[1]``); the first ``limit``.
+
+    Called right after forward, when every tensor input requires grad. Inputs then have history, and outputs
+    have the Function's node as ``grad_fn``, however they are kept (attribute or ``save_for_backward``). A
+    tensor that does not require grad was made inside forward, where grad mode is off, and is not an output:
+    double backward cannot reach ``x`` through it."""
+    names: list[str] = []
+    for name, value in vars(ctx).items() if hasattr(ctx, "__dict__") else []:
+        if len(names) >= limit:
+            break
+        if any(not t.requires_grad for t in _tensors_in(value)):
+            names.append(f"ctx.{name}")
+    try:
+        saved = ctx.saved_tensors
+    except Exception:  # nothing saved, or already freed
+        saved = ()
+    for k, tensor in enumerate(saved[:limit]):
+        if len(names) >= limit:
+            break
+        if isinstance(tensor, torch.Tensor) and not tensor.requires_grad:
+            names.append(f"ctx.saved_tensors[{k}]")
     return names
 
 
@@ -311,10 +384,15 @@ def name_list(names: list[str], shown: int = 5) -> str:
     return ", ".join(names[:shown]) + f" and {len(names) - shown} more"
 
 
-def why_untracked_source(source: str, ctx_attributes: list[str]) -> tuple[str, dict[str, Any]]:
-    """Name why autograd could not record a backward, from its source code and the tensors on its ctx
-    (used when a second derivative is missing). One pass over at most MAX_SOURCE characters."""
-    attrs = capped_names(ctx_attributes)
+def why_untracked_source(source: str, without_history: list[str] | None = None) -> tuple[str, dict[str, Any]]:
+    """Name why autograd could not record a backward (used when a second derivative is missing), from its source
+    code and what it can read from ctx that has no history (``tensors_without_history``). One pass over at most
+    MAX_SOURCE characters.
+
+    The first cause is a tensor made inside forward that is not an output (SinhBad's intermediates): however it
+    is kept, it has no history. A tensor kept on ctx that is an input or an output is not a cause: it has its
+    history (its attribute costs the structure point, not this one)."""
+    constants = capped_names(without_history or [])
     used_names: set[str] = set()
     kinds: set[int] = set()
     for match in _SOURCE_SCAN.finditer(str(source)[:MAX_SOURCE]):
@@ -322,9 +400,12 @@ def why_untracked_source(source: str, ctx_attributes: list[str]) -> tuple[str, d
             used_names.add("ctx." + match.group("attr"))
         else:
             kinds.add(next(k for k in range(len(SOURCE_PATTERNS)) if match.group(f"k{k}") is not None))
-    used = [a for a in attrs if a in used_names] or attrs
+    if not str(source).strip():  # source unreadable (e.g. defined with exec): every such tensor is a suspect
+        used = constants
+    else:  # saved tensors are read through ctx.saved_tensors; attributes by name
+        used = [c for c in constants if c.startswith("ctx.saved_tensors[") or c in used_names]
     if used:
-        return "intermediates_on_ctx", {"attrs": name_list(used)}
+        return "intermediates_not_outputs", {"tensors": name_list(used)}
     for k, (_, mistake) in enumerate(SOURCE_PATTERNS):  # in the table's order: NumPy before detach
         if k in kinds:
             return mistake, {}
