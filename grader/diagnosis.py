@@ -16,7 +16,7 @@ import re
 import textwrap
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import torch
 
@@ -340,32 +340,35 @@ def tensor_attributes(ctx: Any, limit: int = MAX_CTX_ATTRS) -> list[str]:
     return names
 
 
-def tensors_without_history(ctx: Any, limit: int = MAX_CTX_ATTRS) -> list[str]:
+def tensors_without_history(ctx: Any, saved_with_history: Sequence[bool] = (), limit: int = MAX_CTX_ATTRS) -> list[str]:
     """What backward can read from ``ctx`` that autograd sees as a constant, named as backward reads it
     (``ctx.expx``, ``ctx.saved_tensors[1]``); the first ``limit``.
 
     Called right after forward, when every tensor input requires grad. Inputs then have history, and outputs
     have the Function's node as ``grad_fn``, however they are kept (attribute or ``save_for_backward``). A
     tensor that does not require grad was made inside forward, where grad mode is off, and is not an output:
-    double backward cannot reach ``x`` through it."""
+    double backward cannot reach ``x`` through it. ``saved_with_history`` says, for each tensor forward gave
+    to ``save_for_backward``, whether it required grad when it was packed (the observer's saved-tensor hook):
+    reading ``ctx.saved_tensors`` here would run the unpack hooks of whoever saved them."""
     names: list[str] = []
     for name, value in vars(ctx).items() if hasattr(ctx, "__dict__") else []:
         if len(names) >= limit:
             break
         if any(not t.requires_grad for t in _tensors_in(value)):
             names.append(f"ctx.{name}")
+    constants = [k for k, tracked in enumerate(saved_with_history) if not tracked]
     try:
-        saved = ctx.saved_tensors
-    except Exception:  # nothing saved, or already freed
-        saved = ()
-    for k, tensor in enumerate(saved[:limit]):
-        if len(names) >= limit:
-            break
-        if isinstance(tensor, torch.Tensor) and not tensor.requires_grad:
-            names.append(f"ctx.saved_tensors[{k}]")
-    return names
+        exact = len(saved_with_history) == len(ctx._raw_saved_tensors)  # no None saved, no pack of another node
+    except Exception:
+        exact = False
+    if exact:
+        names.extend(f"ctx.saved_tensors[{k}]" for k in constants)
+    elif constants:
+        names.append(f"{len(constants)} tensor{'s' if len(constants) > 1 else ''} saved with ctx.save_for_backward")
+    return names[:limit]
 
 
+_ATTRIBUTE = re.compile(r"ctx\.[^\W\d]\w*")
 _SOURCE_SCAN = re.compile("|".join(
     [r"\bctx\.(?P<attr>[^\W\d]\w*)"] + [f"(?P<k{k}>{pattern})" for k, (pattern, _) in enumerate(SOURCE_PATTERNS)]))
 
@@ -402,8 +405,8 @@ def why_untracked_source(source: str, without_history: list[str] | None = None) 
             kinds.add(next(k for k in range(len(SOURCE_PATTERNS)) if match.group(f"k{k}") is not None))
     if not str(source).strip():  # source unreadable (e.g. defined with exec): every such tensor is a suspect
         used = constants
-    else:  # saved tensors are read through ctx.saved_tensors; attributes by name
-        used = [c for c in constants if c.startswith("ctx.saved_tensors[") or c in used_names]
+    else:  # attributes are read by name; saved tensors (any other name) through ctx.saved_tensors
+        used = [c for c in constants if c in used_names or not _ATTRIBUTE.fullmatch(c)]
     if used:
         return "intermediates_not_outputs", {"tensors": name_list(used)}
     for k, (_, mistake) in enumerate(SOURCE_PATTERNS):  # in the table's order: NumPy before detach

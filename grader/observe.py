@@ -97,10 +97,10 @@ def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple
 
     Saved-tensor hooks count what forward saved with save_for_backward (ctx attributes bypass them). With every
     tensor input requiring grad, it also records what backward could read from ctx that has no history."""
-    saved: list[tuple[int, ...]] = []
+    saved: list[bool] = []  # one per tensor given to save_for_backward: whether it had a history then
 
     def pack(tensor: torch.Tensor) -> torch.Tensor:
-        saved.append(tuple(tensor.shape))
+        saved.append(bool(tensor.requires_grad))
         return tensor
 
     try:
@@ -118,7 +118,7 @@ def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple
         obs["ctx_attrs"] = dx.tensor_attributes(node)
         obs["saved"] = len(saved)
         if all(x.requires_grad for x in inputs if isinstance(x, torch.Tensor)):  # else "no history" means nothing
-            obs["without_history"] = dx.tensors_without_history(node)
+            obs["without_history"] = dx.tensors_without_history(node, saved)
     return obs, out, node
 
 

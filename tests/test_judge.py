@@ -236,6 +236,8 @@ def test_what_has_no_history_is_what_forward_made_and_did_not_return():
     import torch
 
     from grader import diagnosis as dx
+    from grader import observe
+    from grader.exercises import get
 
     class Kept(torch.autograd.Function):
         @staticmethod
@@ -250,9 +252,21 @@ def test_what_has_no_history_is_what_forward_made_and_did_not_return():
             return grad_out * ctx.out
 
     x = torch.rand(3, dtype=torch.float64, requires_grad=True)
-    node = Kept.apply(x).grad_fn
-    assert dx.tensors_without_history(node) == ["ctx.copy", "ctx.saved_tensors[2]"]
-    assert dx.tensor_attributes(node) == ["ctx.x", "ctx.out", "ctx.copy"]
+    obs, out, node = observe.call(get("exp"), Kept.apply, (x,))
+    assert obs["without_history"] == ["ctx.copy", "ctx.saved_tensors[2]"]
+    assert obs["ctx_attrs"] == ["ctx.x", "ctx.out", "ctx.copy"] and obs["saved"] == 3
+    assert dx.tensors_without_history(node) == ["ctx.copy"]  # without the packing record: attributes only
+
+    class SavesNone(Kept):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, None, x.sin())
+            return x.exp()
+
+    obs, _, _ = observe.call(get("exp"), SavesNone.apply, (x,))
+    assert obs["without_history"] == ["1 tensor saved with ctx.save_for_backward"]  # no exact position: a None
+    assert dx.why_untracked_source("a, b, c = ctx.saved_tensors\nreturn g * c", obs["without_history"])[0] == (
+        "intermediates_not_outputs")
 
 
 def test_wire_decode_refuses_observations_with_too_many_items():
