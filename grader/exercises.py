@@ -206,7 +206,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "no_grad_in_backward": (NB3, "1. What autograd records inside a custom Function"),
     "numpy_in_backward": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
     "untracked_backward": (NB3, "1. What autograd records inside a custom Function"),
-    "intermediates_on_ctx": (NB3, "4. Saving intermediate results: Sinh"),
+    "intermediates_not_outputs": (NB3, "4. Saving intermediate results: Sinh"),
     "extra_output_gradients_ignored": (NB3, "4. Saving intermediate results: Sinh"),
     "backward_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
     "derivatives_right_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),

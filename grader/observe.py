@@ -95,11 +95,12 @@ def _grads(values: Sequence[Any]) -> list[Any]:
 def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple[Obs, torch.Tensor | None, Any]:
     """Call fn; return (observation, output tensor or None, custom Function node or None).
 
-    Saved-tensor hooks count what forward saved with save_for_backward (ctx attributes bypass them)."""
-    saved: list[tuple[int, ...]] = []
+    Saved-tensor hooks count what forward saved with save_for_backward (ctx attributes bypass them). With every
+    tensor input requiring grad, it also records what backward could read from ctx that has no history."""
+    saved: list[bool] = []  # one per tensor given to save_for_backward: whether it had a history then
 
     def pack(tensor: torch.Tensor) -> torch.Tensor:
-        saved.append(tuple(tensor.shape))
+        saved.append(bool(tensor.requires_grad))
         return tensor
 
     try:
@@ -124,6 +125,8 @@ def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple
     if node is not None:
         obs["ctx_attrs"] = dx.tensor_attributes(node)
         obs["saved"] = len(saved)
+        if all(x.requires_grad for x in inputs if isinstance(x, torch.Tensor)):  # else "no history" means nothing
+            obs["without_history"] = dx.tensors_without_history(node, saved)
     return obs, out, node
 
 
@@ -262,7 +265,8 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Ob
         backward_nodes = [find_node(g, ex.backward_classes, strict=True) if g is not None else None for g in grads]
         first["backward_node"] = [node_class(n).__name__ if n is not None else None for n in backward_nodes]
         first["backward_node_sources"] = [dx.source_of(node_class(n).backward) if n is not None else "" for n in backward_nodes]
-        first["backward_node_ctx_attrs"] = [dx.tensor_attributes(n) if n is not None else [] for n in backward_nodes]
+        first["backward_node_without_history"] = [dx.tensors_without_history(n) if n is not None else []
+                                                  for n in backward_nodes]
     result["first"] = first
     u = second_vectors([x.shape for x in diff], probe.seed, probe.dtype)  # a gradient has its input's shape
     tracked = [(g, uk) for g, uk in zip(grads, u) if g is not None and g.requires_grad]

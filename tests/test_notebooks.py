@@ -269,3 +269,29 @@ def test_released_notebook_4_runs_to_the_end_with_every_exercise_unwritten(tmp_p
     for exercise in ("softplus", "sortvalues", "hvp"):
         assert f"○ skipped: exercise '{exercise}' is not done yet" in skipped, exercise
     assert "○ skipped: paste your Square, Exp, Sinh, sinh, Cube, CubeBackward" in skipped
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_released_notebook_runs_to_the_end_with_every_exercise_unfinished(name, tmp_path, monkeypatch):
+    """A student's Restart & Run All before writing anything: every cell runs, nothing on stderr, and each
+    exercise's self-checks say it is not done yet (nbgrader validate / autograde still fail it: test_student_view,
+    test_course)."""
+    from nbclient import NotebookClient
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)  # as in the student's own kernel
+    nb = read(RELEASE / name)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code), "a cell did not run"
+    problems = [(nbgrader_meta(c).get("grade_id"), o.get("ename") or o.get("text", "")[:200]) for c in code
+                for o in c.outputs if o.output_type == "error" or o.get("name") == "stderr"]
+    assert problems == []
+    for cell in code:
+        grade_id = nbgrader_meta(cell).get("grade_id", "")
+        if nbgrader_meta(cell).get("grade"):
+            exercise = grade_id.split("-")[0]
+            text = "".join(o.get("text", "") for o in cell.outputs)
+            assert f"not done yet: exercise '{exercise}' still raises NotImplementedError" in text, (grade_id, text)
+            assert "✓" not in text, (grade_id, text)
+
