@@ -45,7 +45,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import torch
 from torch.autograd.functional import hessian, jacobian
 
-from .diagnosis import CheckFailed, Finding
+from .diagnosis import CheckFailed, Finding, reports_unfinished, unfinished_notice, unfinished_target
 
 __all__ = [
     "SECTIONS",
@@ -97,7 +97,7 @@ MISTAKE_SECTIONS: dict[str, str] = {
 #: which every finding of this module carries.
 MISTAKES: dict[str, tuple[str, ...]] = {
     # any exercise
-    "not_implemented": (),
+    "not_implemented": ("error",),
     "raised_error": ("error_type", "error", "stage"),
     "returned_none": (),
     "returned_tuple": ("type", "items"),
@@ -179,7 +179,10 @@ def _finding(check: str, exercise: str, failure: _Fail) -> Finding:
 
 
 def _student_facing(check: _F) -> _F:
-    """Raise the check's ``CheckFailed`` afresh from the check itself (short traceback, no chained context)."""
+    """Raise the check's ``CheckFailed`` afresh from the check itself (short traceback, no chained context).
+
+    In a notebook the student runs, an exercise whose released stub is untouched is reported instead
+    (``diagnosis.reports_unfinished``), as ``grader.checks`` does: Restart & Run All goes on past it."""
 
     @functools.wraps(check)
     def wrapper(*args: Any, **kwargs: Any) -> None:
@@ -188,6 +191,10 @@ def _student_facing(check: _F) -> _F:
         except CheckFailed as failure:
             finding = failure.finding
         else:
+            return
+        target = unfinished_target(finding)
+        if target and reports_unfinished():
+            print(unfinished_notice(finding, target))
             return
         raise CheckFailed(finding)
 
@@ -439,7 +446,7 @@ def _fail_if_raised(ex: str, obs: Obs) -> None:
     mistake = next((m for needle, m in _ERROR_MISTAKES[ex] if needle in text), None)
     # PyTorch's own NotImplementedError ("implement the jvp function") is one of the known errors, not a stub
     if mistake is None and _bool_field(error, "not_implemented"):
-        raise _Fail("not_implemented", code=code)
+        raise _Fail("not_implemented", code=code, error=_first_line(text))
     if mistake is None:
         raise _Fail("raised_error", stage=f"running {SIGNATURES[ex]}", **details)
     raise _Fail(mistake, **details)

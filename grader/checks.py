@@ -20,12 +20,13 @@ silently, float32 gradients, and ``ctx.needs_input_grad`` misuse.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NoReturn, Sequence
+import contextlib
+from typing import Any, Callable, Iterator, NoReturn, Sequence
 
 import torch
 
 from . import diagnosis as dx
-from . import observe
+from . import messages, observe
 from .diagnosis import CheckFailed, Finding
 from .exercises import Exercise, Probe, Shape, get
 
@@ -345,19 +346,17 @@ def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: li
 
 
 def _why_second_derivative_missing(ex: Exercise, obs: Obs) -> tuple[str, dict[str, Any]]:
-    ctx_attrs = dx.capped_names(obs["forward"].get("ctx_attrs", []))
+    without_history = dx.capped_names(obs["forward"].get("without_history", []))
     if ex.backward_classes:  # the gradient must come from CubeBackward, whose own backward is the point
         first = obs["first"]
         for k, node in enumerate(first.get("backward_node", [])):
             if node is None:
-                mistake, fields = dx.why_untracked_source(obs.get("backward_source", ""), ctx_attrs)
+                mistake, fields = dx.why_untracked_source(obs.get("backward_source", ""), without_history)
                 return (mistake if mistake != "untracked_backward" else "backward_not_through_function",
                         {**fields, "classes": " / ".join(ex.backward_classes)})
-            return dx.why_untracked_source(first["backward_node_sources"][k], first["backward_node_ctx_attrs"][k])
-    untracked = int(obs["forward"].get("saved_untracked") or 0)
-    if untracked > 0 and not ctx_attrs:  # observed, unlike the source patterns below: it comes first
-        return "intermediate_saved", {"count": untracked}
-    return dx.why_untracked_source(obs.get("backward_source", ""), ctx_attrs)
+            return dx.why_untracked_source(first["backward_node_sources"][k],
+                                           dx.capped_names(first["backward_node_without_history"][k]))
+    return dx.why_untracked_source(obs.get("backward_source", ""), without_history)
 
 
 def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> str:
@@ -376,7 +375,7 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
         received_first = _complete(judge, probe, first["grads"], len(ref_grads), "first derivatives",
                                    "inputs that require grad")
         if ex.backward_classes:
-            for key in ("backward_node", "backward_node_sources", "backward_node_ctx_attrs"):
+            for key in ("backward_node", "backward_node_sources", "backward_node_without_history"):
                 _complete(judge, probe, first[key], len(received_first), f"entries of {key}", "gradients")
         if any(not isinstance(g, torch.Tensor) or not _close(probe, g, e) for g, e in _pairs(received_first, ref_grads)):
             judge.fail("first_order_wrong_before_second", probe)
@@ -618,16 +617,47 @@ def judge(check: str, exercise: str, probes: list[Probe], observations: list[Obs
 
 
 def run(check: str, exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None, seed: int) -> None:
-    """Observe and judge in this process (a student's self-check), printing a ✓ line on success."""
+    """Observe and judge in this process (a student's self-check), printing a ✓ line on success.
+
+    An exercise whose released stub is untouched fails like any mistake, except in a notebook the student
+    runs (``diagnosis.reports_unfinished``): there the check prints that it is not done yet and returns, so
+    that Restart & Run All reaches the end of the notebook."""
     ex = get(exercise)
     probes = ex.probes(shapes or ex.default_shapes, seed)
     try:
         observations = observe.observe(check, ex, fn, probes)
     except Exception as exc:  # the observer guards every call into student code: this is a bug of ours
         _Judge(ex, check).fail("grader_error", error_type=type(exc).__name__, error=dx._short(str(exc)))
-    summary = judge(check, exercise, probes, observations)
+    try:
+        summary = judge(check, exercise, probes, observations)
+    except CheckFailed as failure:
+        target = dx.unfinished_target(failure.finding)
+        if not (target and dx.reports_unfinished()):
+            raise
+        print(dx.unfinished_notice(failure.finding, target))
+        return
     count = len(probes)
     print(f"✓ {ex.id} · {check}: {summary} on {count} probe{'s' if count != 1 else ''}")
+
+
+@contextlib.contextmanager
+def skip_if_unfinished(exercise: str) -> Iterator[None]:
+    """Run a block that uses an exercise's answer; while the exercise's released stub is untouched, stop the
+    block with a one-line note instead of an error, so that Restart & Run All goes on:
+
+        with checks.skip_if_unfinished("square"):
+            print(torch.autograd.gradcheck(Square.apply, x))
+
+    Any other error (a wrong answer's included) is raised as usual."""
+    get(exercise)  # a misspelt exercise is a clear error, not a block that is never skipped
+    try:
+        yield
+    except NotImplementedError as exc:
+        target = dx.stub_target(str(exc), exercise)
+        if not target:
+            raise
+        note = messages.message("unfinished_skipped")
+        print(f"○ {note.title.format(exercise=exercise, target=target)} {note.hint}")
 
 
 def forward(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None = None, seed: int = 0) -> None:

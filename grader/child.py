@@ -42,7 +42,7 @@ from typing import Any, Callable
 import torch
 import torch.autograd.function as autograd_function
 
-import torch._dynamo  # torch.func.grad imports it, and it rebinds torch.manual_seed: once, here, before the guard
+import torch._dynamo  # noqa: F401  (torch.func imports it lazily, and it rebinds torch.manual_seed: before the guard)
 import torch._export.utils
 import torch._functorch.eager_transforms
 import torch._functorch.predispatch

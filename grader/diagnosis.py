@@ -16,7 +16,7 @@ import re
 import textwrap
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import torch
 
@@ -109,6 +109,48 @@ class CheckFailed(AssertionError):
         except Exception:  # never let IPython fall back to the grader's frames
             text = self.args[0] if self.args and isinstance(self.args[0], str) else "the check failed."
             return student_traceback(text)
+
+
+# --- an exercise not written yet ------------------------------------------------------------------------
+
+# The message of a released stub (grader.nbgrader_plugins.NamedStubs): "exercise 'square': write Square.backward".
+_STUB = re.compile(r"exercise '(?P<exercise>[\w-]+)': write (?P<target>[\w.]+)")
+
+
+def stub_target(message: str, exercise: str) -> str:
+    """'Square.backward' when ``message`` is what the released stub of ``exercise`` raises; else ''."""
+    match = _STUB.search(str(message))
+    return match.group("target") if match and match.group("exercise") == exercise else ""
+
+
+def unfinished_target(finding: Finding) -> str:
+    """What is left to write when a check failed only because its exercise's stub is untouched; else ''."""
+    if finding.mistake != "not_implemented":
+        return ""
+    return stub_target(str(finding.fields.get("error", "")), finding.exercise)
+
+
+def reports_unfinished() -> bool:
+    """Whether a self-check reports an untouched stub (``unfinished_notice``) instead of raising.
+
+    Only in a notebook a student runs, so that Restart & Run All goes on past an exercise not written yet:
+    never when nbgrader runs the notebook (``nbgrader validate`` and ``autograde`` set NBGRADER_EXECUTION in
+    the kernel's environment, and an untouched exercise must fail there), and never outside IPython (tests,
+    scripts). Trusted grading never runs test cells: it judges observations, so this changes no score."""
+    if os.environ.get("NBGRADER_EXECUTION"):
+        return False
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
+
+
+def unfinished_notice(finding: Finding, target: str) -> str:
+    """Two lines a self-check prints for an exercise not written yet: what is missing and what to do."""
+    fields = {**finding.fields, "exercise": finding.exercise, "check": finding.check, "target": target}
+    note = messages.message("unfinished_exercise")
+    return f"○ {note.title.format(**fields)}\n  {note.hint.format(**fields)}"
 
 
 # nbgrader validate prints each line of an error's traceback indented by 4 spaces and cuts it at 87
@@ -290,19 +332,53 @@ def source_of(function: Any) -> str:
         return ""
 
 
+def _tensors_in(value: Any) -> list[torch.Tensor]:
+    """The tensors an attribute holds, directly or in a list/tuple/dict (one level)."""
+    values: Iterable[Any] = value.values() if isinstance(value, dict) else (
+        value if isinstance(value, (list, tuple)) else (value,))
+    return [v for v in values if isinstance(v, torch.Tensor)]
+
+
 def tensor_attributes(ctx: Any, limit: int = MAX_CTX_ATTRS) -> list[str]:
     """Names of ctx attributes that hold tensors (directly or in a list/tuple/dict); the first ``limit``."""
     names: list[str] = []
     for name, value in vars(ctx).items() if hasattr(ctx, "__dict__") else []:
         if len(names) >= limit:
             break
-        values: Iterable[Any] = value.values() if isinstance(value, dict) else (
-            value if isinstance(value, (list, tuple)) else (value,))
-        if any(isinstance(v, torch.Tensor) for v in values):
+        if _tensors_in(value):
             names.append(f"ctx.{name}")
     return names
 
 
+def tensors_without_history(ctx: Any, saved_with_history: Sequence[bool] = (), limit: int = MAX_CTX_ATTRS) -> list[str]:
+    """What backward can read from ``ctx`` that autograd sees as a constant, named as backward reads it
+    (``ctx.expx``, ``ctx.saved_tensors[1]``); the first ``limit``.
+
+    Called right after forward, when every tensor input requires grad. Inputs then have history, and outputs
+    have the Function's node as ``grad_fn``, however they are kept (attribute or ``save_for_backward``). A
+    tensor that does not require grad was made inside forward, where grad mode is off, and is not an output:
+    double backward cannot reach ``x`` through it. ``saved_with_history`` says, for each tensor forward gave
+    to ``save_for_backward``, whether it required grad when it was packed (the observer's saved-tensor hook):
+    reading ``ctx.saved_tensors`` here would run the unpack hooks of whoever saved them."""
+    names: list[str] = []
+    for name, value in vars(ctx).items() if hasattr(ctx, "__dict__") else []:
+        if len(names) >= limit:
+            break
+        if any(not t.requires_grad for t in _tensors_in(value)):
+            names.append(f"ctx.{name}")
+    constants = [k for k, tracked in enumerate(saved_with_history) if not tracked]
+    try:
+        exact = len(saved_with_history) == len(ctx._raw_saved_tensors)  # no None saved, no pack of another node
+    except Exception:
+        exact = False
+    if exact:
+        names.extend(f"ctx.saved_tensors[{k}]" for k in constants)
+    elif constants:
+        names.append(f"{len(constants)} tensor{'s' if len(constants) > 1 else ''} saved with ctx.save_for_backward")
+    return names[:limit]
+
+
+_ATTRIBUTE = re.compile(r"ctx\.[^\W\d]\w*")
 _SOURCE_SCAN = re.compile("|".join(
     [r"\bctx\.(?P<attr>[^\W\d]\w*)"] + [f"(?P<k{k}>{pattern})" for k, (pattern, _) in enumerate(SOURCE_PATTERNS)]))
 
@@ -321,10 +397,15 @@ def name_list(names: list[str], shown: int = 5) -> str:
     return ", ".join(names[:shown]) + f" and {len(names) - shown} more"
 
 
-def why_untracked_source(source: str, ctx_attributes: list[str]) -> tuple[str, dict[str, Any]]:
-    """Name why autograd could not record a backward, from its source code and the tensors on its ctx
-    (used when a second derivative is missing). One pass over at most MAX_SOURCE characters."""
-    attrs = capped_names(ctx_attributes)
+def why_untracked_source(source: str, without_history: list[str] | None = None) -> tuple[str, dict[str, Any]]:
+    """Name why autograd could not record a backward (used when a second derivative is missing), from its source
+    code and what it can read from ctx that has no history (``tensors_without_history``). One pass over at most
+    MAX_SOURCE characters.
+
+    The first cause is a tensor made inside forward that is not an output (SinhBad's intermediates): however it
+    is kept, it has no history. A tensor kept on ctx that is an input or an output is not a cause: it has its
+    history (its attribute costs the structure point, not this one)."""
+    constants = capped_names(without_history or [])
     used_names: set[str] = set()
     kinds: set[int] = set()
     for match in _SOURCE_SCAN.finditer(str(source)[:MAX_SOURCE]):
@@ -332,9 +413,12 @@ def why_untracked_source(source: str, ctx_attributes: list[str]) -> tuple[str, d
             used_names.add("ctx." + match.group("attr"))
         else:
             kinds.add(next(k for k in range(len(SOURCE_PATTERNS)) if match.group(f"k{k}") is not None))
-    used = [a for a in attrs if a in used_names] or attrs
+    if not str(source).strip():  # source unreadable (e.g. defined with exec): every such tensor is a suspect
+        used = constants
+    else:  # attributes are read by name; saved tensors (any other name) through ctx.saved_tensors
+        used = [c for c in constants if c in used_names or not _ATTRIBUTE.fullmatch(c)]
     if used:
-        return "intermediates_on_ctx", {"attrs": name_list(used)}
+        return "intermediates_not_outputs", {"tensors": name_list(used)}
     for k, (_, mistake) in enumerate(SOURCE_PATTERNS):  # in the table's order: NumPy before detach
         if k in kinds:
             return mistake, {}

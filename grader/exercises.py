@@ -161,8 +161,8 @@ def _cube(x: torch.Tensor) -> torch.Tensor:
 
 
 def _softplus(x: torch.Tensor) -> torch.Tensor:
-    """log(1 + eˣ), exact for any x (F.softplus switches to x above its threshold of 20), and so are its first and
-    second derivatives (torch.logaddexp's double backward is nan for x below about -745: eˣ underflows there)."""
+    """log(1 + eˣ) for any x, with finite first and second derivatives through autograd everywhere (F.softplus
+    switches to x above its threshold of 20; torch.logaddexp's second derivative is nan at x = -1000)."""
     return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
 
 
@@ -206,8 +206,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "no_grad_in_backward": (NB3, "1. What autograd records inside a custom Function"),
     "numpy_in_backward": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
     "untracked_backward": (NB3, "1. What autograd records inside a custom Function"),
-    "intermediates_on_ctx": (NB3, "4. Saving intermediate results: Sinh"),
-    "intermediate_saved": (NB3, "4. Saving intermediate results: Sinh"),
+    "intermediates_not_outputs": (NB3, "4. Saving intermediate results: Sinh"),
     "extra_output_gradients_ignored": (NB3, "4. Saving intermediate results: Sinh"),
     "backward_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),
     "derivatives_right_not_through_function": (NB3, "5. When backward is not tracked: Cube and CubeBackward"),

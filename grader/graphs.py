@@ -40,6 +40,17 @@ def draw(outputs: torch.Tensor | tuple[torch.Tensor, ...], params: Mapping[str, 
     return SVG(graph.pipe(format="svg"))
 
 
+def show(outputs: torch.Tensor | tuple[torch.Tensor, ...], params: Mapping[str, torch.Tensor] | None = None) -> None:
+    """Display the graph of ``outputs`` right away, from anywhere in a cell (inside a ``with`` block, say).
+
+    ``draw`` returns the picture, which Jupyter shows only when it is the cell's last value."""
+    picture = draw(outputs, params)
+    if picture is not None:
+        from IPython.display import display
+
+        display(picture)
+
+
 THREADLESS_PLUGINS = ("core", "dot_layout")
 
 

@@ -25,6 +25,17 @@ EN: dict[str, Message] = {
         "Replace the `raise NotImplementedError(...)` line in the answer cell `{exercise}` with your code, "
         "run that cell, then run this check again.",
     ),
+    # In a notebook the student runs (not under nbgrader), an untouched stub is reported, not raised: Run All
+    # goes on past unfinished exercises. Printed after "○ ".
+    "unfinished_exercise": Message(
+        "{exercise} · {check}: not done yet: exercise '{exercise}' still raises NotImplementedError ({target}).",
+        "This check did not run. Write {target} in the answer cell `{exercise}`, run that cell, then this one; "
+        "until then the exercise scores 0 when graded.",
+    ),
+    "unfinished_skipped": Message(
+        "skipped: exercise '{exercise}' is not done yet ({target} still raises NotImplementedError).",
+        "Run this cell again once you have written it.",
+    ),
     "raised_error": Message(
         "your code raised {error_type} while {stage}: {error}",
         "Read the line shown above; fix it in the answer cell `{exercise}` and re-run that cell before this check.",
@@ -149,15 +160,20 @@ EN: dict[str, Message] = {
         "second derivatives cannot be checked because the first derivatives are wrong (see `{exercise}-first-order`).",
         "Fix the first derivatives first.",
     ),
-    "intermediates_on_ctx": Message(
-        "the second derivative is missing: backward uses tensors stored as ctx attributes ({attrs}), "
-        "which autograd does not track.",
-        "Save tensors with ctx.save_for_backward; for intermediates, return them as extra outputs of forward "
-        "and save those (as Sinh does), so that double backward can see them.",
+    "intermediates_not_outputs": Message(
+        "the second derivative is missing: backward computes with tensors made inside forward (or setup_context) "
+        "that are not its outputs ({tensors}); both run with grad mode off, so they have no history: to autograd "
+        "they are constants.",
+        "Let backward compute only from forward's inputs and outputs, saved with ctx.save_for_backward: save "
+        "the very tensor you return (not a copy), and return an intermediate you need as an extra output (as "
+        "Sinh does). An output has your Function's node as grad_fn, so double backward reaches x through it.",
     ),
     "detach_in_backward": Message(
-        "the second derivative is missing: backward calls .detach() (or .data), which cuts the graph.",
-        "Remove .detach()/.data from backward: with create_graph=True autograd records backward's ops.",
+        "the second derivative is missing: backward calls .detach() (or .data), so autograd records what it "
+        "detaches as a constant. Used inside a bigger computation, such a backward gives no error, just a "
+        "wrong second derivative.",
+        "Remove .detach()/.data from backward: with create_graph=True autograd records backward's ops, and "
+        "only what it records is differentiated again.",
     ),
     "no_grad_in_backward": Message(
         "the second derivative is missing: backward computes under torch.no_grad().",
@@ -172,13 +188,6 @@ EN: dict[str, Message] = {
         "the second derivative is missing: your backward's result is not recorded by autograd.",
         "Compute backward with PyTorch ops on the saved tensors (no .detach(), no NumPy, no torch.no_grad()); "
         "where a step cannot be tracked, wrap it in a custom Function with its own backward.",
-    ),
-    "intermediate_saved": Message(
-        "the second derivative is missing: backward uses {count} tensor(s) saved with save_for_backward that forward "
-        "or setup_context computed itself (neither an input nor the output), which autograd did not record.",
-        "Save the inputs and the output itself (in setup_context: `inputs` and `output`, not a tensor computed again "
-        "there) and compute the rest in backward from them; or return an intermediate as an extra output and save "
-        "that (as Sinh does).",
     ),
     "extra_output_gradients_ignored": Message(
         "Sinh.backward ignores the gradients of its extra outputs exp(x) and exp(-x).",
@@ -667,8 +676,14 @@ EN.update({
     "hvp_wrong_through_function": Message(
         "{function} is right on plain PyTorch functions but wrong on a function built from your {names}: "
         "the double backward of {names} is the cause.",
-        "Check {names}'s second-derivative checks (and re-run its answer cell): an HVP goes through its backward's "
+        "Check {names}'s second-derivative check (and re-run its answer cell): an HVP goes through its backward's "
         "own backward.",
+    ),
+    "hvp_function_not_twice_differentiable": Message(
+        "{function} works on plain PyTorch functions, but through your {names} the gradient has no graph to "
+        "differentiate ({error_type}: {error}): {names}'s backward is not differentiable.",
+        "Fix {names} first (its second-derivative check says how: no .detach(), NumPy or torch.no_grad() in "
+        "backward, no @once_differentiable); your hvp itself is fine on the other functions.",
     ),
     "hvp_wrong": Message(
         "{function} does not return PyTorch's Hessian-vector product.",

@@ -95,11 +95,12 @@ def _grads(values: Sequence[Any]) -> list[Any]:
 def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple[Obs, torch.Tensor | None, Any]:
     """Call fn; return (observation, output tensor or None, custom Function node or None).
 
-    Saved-tensor hooks count what forward saved with save_for_backward (ctx attributes bypass them)."""
-    saved: list[tuple[int, ...]] = []
+    Saved-tensor hooks count what forward saved with save_for_backward (ctx attributes bypass them). With every
+    tensor input requiring grad, it also records what backward could read from ctx that has no history."""
+    saved: list[bool] = []  # one per tensor given to save_for_backward: whether it had a history then
 
     def pack(tensor: torch.Tensor) -> torch.Tensor:
-        saved.append(tuple(tensor.shape))
+        saved.append(bool(tensor.requires_grad))
         return tensor
 
     try:
@@ -126,19 +127,9 @@ def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple
     if node is not None:
         obs["ctx_attrs"] = dx.tensor_attributes(node)
         obs["saved"] = len(saved)
-        obs["saved_untracked"] = untracked_saved(node)
+        if all(x.requires_grad for x in inputs if isinstance(x, torch.Tensor)):  # else "no history" means nothing
+            obs["without_history"] = dx.tensors_without_history(node, saved)
     return obs, out, node
-
-
-def untracked_saved(node: Any) -> int:
-    """How many floating-point tensors the Function saved with save_for_backward have no graph: computed inside
-    forward or setup_context (where autograd records nothing), neither an input nor an output. Backward cannot be
-    differentiated through them (the second derivative goes missing, silently)."""
-    try:
-        return sum(1 for t in node.saved_tensors
-                   if isinstance(t, torch.Tensor) and t.is_floating_point() and not t.requires_grad)
-    except Exception:  # nothing saved yet readable (e.g. freed): no finding from it
-        return 0
 
 
 def _usable(obs: Obs) -> bool:
@@ -276,7 +267,8 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Ob
         backward_nodes = [find_node(g, ex.backward_classes, strict=True) if g is not None else None for g in grads]
         first["backward_node"] = [node_class(n).__name__ if n is not None else None for n in backward_nodes]
         first["backward_node_sources"] = [dx.source_of(node_class(n).backward) if n is not None else "" for n in backward_nodes]
-        first["backward_node_ctx_attrs"] = [dx.tensor_attributes(n) if n is not None else [] for n in backward_nodes]
+        first["backward_node_without_history"] = [dx.tensors_without_history(n) if n is not None else []
+                                                  for n in backward_nodes]
     result["first"] = first
     u = second_vectors([x.shape for x in diff], probe.seed, probe.dtype)  # a gradient has its input's shape
     tracked = [(g, uk) for g, uk in zip(grads, u) if g is not None and g.requires_grad]

@@ -92,7 +92,10 @@ class _Worker:
         return self
 
     def _why_not_ready(self) -> str:
-        code = self.process.poll()
+        try:  # its stdout closed: it is exiting, so wait a moment for the status rather than say "silent"
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
         said = " | ".join(line for line in list(self.stderr)[-6:] if line.strip())
         state = f"exited with status {code}" if code is not None else f"said nothing within {READY_SECONDS} s"
         return f"the sandboxed grading worker {state}" + (f": {said}" if said else "")

@@ -5,7 +5,7 @@ They follow ``grader.basics`` exactly (and register there, so test cells call ``
 probes, computes PyTorch's answers (``torch.func.hessian``, ``torch.autograd.grad``) and names the mistake.
 
 Some probe functions are built from the student's own custom Functions (``Softplus`` from notebook 4,
-and ``Square``, ``Exp``, ``Cube`` when the notebook carries them over from notebook 3): an HVP or a
+and ``Square``, ``Exp``, ``Sinh`` when the notebook carries them over from notebook 3): an HVP or a
 gradient penalty goes through their double backward. The judge's reference uses PyTorch's ops instead,
 so a wrong Function shows up as "right on plain PyTorch functions, wrong through your Softplus".
 
@@ -33,10 +33,11 @@ MAX_CALLS = 50  # calls of a probe function recorded (an HVP calls f once or twi
 
 # Names of the student's Functions a probe may be built from, with the PyTorch op the reference uses.
 OWN_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "Softplus": _softplus,
+    "Softplus": lambda t: torch.clamp(t, min=0) + torch.log1p(torch.exp(-t.abs())),
     "Square": torch.square,
     "Exp": torch.exp,
     "Cube": lambda t: t**3,
+    "Sinh": torch.sinh,
 }
 
 
@@ -45,11 +46,25 @@ def _student_ops(namespace: dict[str, Any] | None, names: Sequence[str]) -> dict
     found, missing = {}, []
     for name in names:
         cls = (namespace or {}).get(name)
-        if isinstance(cls, type) and issubclass(cls, torch.autograd.Function):
-            found[name] = cls.apply
+        try:
+            is_function = isinstance(cls, type) and issubclass(cls, torch.autograd.Function)
+        except Exception:  # a class whose metaclass makes issubclass fail is not a Function of the course's
+            is_function = False
+        if is_function:
+            found[name] = _first_output(cls.apply)
         else:
             missing.append(name)
     return missing or found
+
+
+def _first_output(apply: Callable[..., Any]) -> Callable[..., Any]:
+    """``Name.apply``, keeping only the first output (notebook 3's Sinh returns its intermediates too)."""
+    def op(*args: Any) -> Any:
+        out = apply(*args)
+        return out[0] if isinstance(out, tuple) else out
+
+    return op
+
 
 
 # What a probe function records with, taken when this module is imported (and put back before each observation):
@@ -112,7 +127,7 @@ class _HvpProbe:
         return self.make({name: OWN_FUNCTIONS[name] for name in self.uses})
 
 
-def _hvp_probes(sizes: Sequence[int], seed: int) -> list[_HvpProbe]:
+def _hvp_probes(sizes: Sequence[int], seed: int, forward_mode: bool = False) -> list[_HvpProbe]:
     gen = torch.Generator().manual_seed(seed)
     probes: list[_HvpProbe] = []
     for n in sizes:
@@ -129,11 +144,15 @@ def _hvp_probes(sizes: Sequence[int], seed: int) -> list[_HvpProbe]:
         probes.append(_HvpProbe(f"f(x) = sum(c * Softplus(B @ x)) with your Softplus, B of shape ({n + 2}, {n})",
                                 lambda ops, b=b, c=c: lambda t: (c * ops["Softplus"](b @ t)).sum(),
                                 _rand(gen, n), _rand(gen, n), uses=("Softplus",)))
-        d = _rand(gen, n)
-        probes.append(_HvpProbe(f"f(x) = sum(Square(x) * Exp(x / 2) + d * Cube(x)) with your Square, Exp and Cube",
-                                lambda ops, d=d: lambda t: (ops["Square"](t) * ops["Exp"](t / 2) + d * ops["Cube"](t)).sum(),
-                                _rand(gen, n, low=-1.0, high=1.0), _rand(gen, n), uses=("Square", "Exp", "Cube"),
-                                optional=True))
+        if forward_mode:
+            continue  # notebook 3's Functions are written with ctx in forward and have no jvp: not for torch.func
+        # One each, so that a wrong one is named. Not Cube: its CubeBackward is differentiable once by design
+        # (NumPy inside), and torch.autograd.functional.hvp, a correct answer, differentiates three times.
+        for name in ("Square", "Exp", "Sinh"):
+            d = _rand(gen, n)
+            probes.append(_HvpProbe(f"f(x) = sum(d * {name}(x)) with your {name} from notebook 3, x of shape ({n},)",
+                                    lambda ops, d=d, name=name: lambda t: (d * ops[name](t)).sum(),
+                                    _rand(gen, n, low=-1.0, high=1.0), _rand(gen, n), uses=(name,), optional=True))
     return probes
 
 
@@ -142,9 +161,7 @@ def _hvp_setup(args: dict[str, Any]) -> list[tuple[_HvpProbe, None]]:
 
 
 def _hvp_forward_setup(args: dict[str, Any]) -> list[tuple[_HvpProbe, None]]:
-    """The probes of forward-over-reverse: not the one built from notebook 3's Square, Exp and Cube, which are
-    written in the classic style without jvp (torch.func and dual tensors cannot go through them)."""
-    return [(p, None) for p in _hvp_probes(args["sizes"], args["seed"]) if not p.optional]
+    return [(p, None) for p in _hvp_probes(args["sizes"], args["seed"], forward_mode=True)]
 
 
 def _observe_hvp(fn: Callable[..., Any], p: _HvpProbe, stale: None, namespace: dict[str, Any] | None = None) -> Obs:
@@ -188,19 +205,15 @@ def _fail_if_x_untracked(obs: Obs, calls: list[Obs]) -> None:
                     error=_first_line(text), code=_first_line(_str_field(error, "code", optional=True) or ""))
 
 
-def _fail_if_function_failed(p: _HvpProbe, obs: Obs) -> None:
-    """On a function built from the student's Functions (judged after the plain ones of its size passed), errors
-    that name what is wrong in those Functions, not in the HVP: a backward without a graph of its own ("does not
-    require grad"), a jvp reading ctx.saved_tensors that only save_for_backward filled (an empty tuple)."""
+def _fail_if_jvp_read_nothing(p: _HvpProbe, obs: Obs) -> None:
+    """A jvp of the student's Function reading ctx.saved_tensors that only save_for_backward filled: an empty tuple
+    (judged after the plain functions of its size passed, so the Function is the cause)."""
     error = _field(obs, "error")
     text = _str_field(error, "message") or ""
-    code = _first_line(_str_field(error, "code", optional=True) or "")
-    details = {"names": ", ".join(p.uses), "error_type": _first_line(_str_field(error, "type") or "", 100) or "Exception",
-               "error": _first_line(text), "code": code}
-    if "does not require grad" in text:
-        raise _Fail("hvp_function_not_twice_differentiable", **details)
     if "got 0)" in text and (_str_field(error, "function") or "").endswith(".jvp"):
-        raise _Fail("hvp_function_not_saved_for_forward", **details)
+        raise _Fail("hvp_function_not_saved_for_forward", names=", ".join(p.uses),
+                    error_type=_first_line(_str_field(error, "type") or "", 100) or "Exception",
+                    error=_first_line(text), code=_first_line(_str_field(error, "code", optional=True) or ""))
 
 
 def _hvp_reference(p: _HvpProbe) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -222,9 +235,15 @@ def _judge_hvp_probe(check: str, p: _HvpProbe, stale: None, obs: Obs) -> None:
         raise _Fail("hvp_needs_function", names=", ".join(missing), probe_function=p.desc)
     calls = _calls(obs)
     _fail_if_x_untracked(obs, calls)
-    if p.uses and "error" in obs:
-        _fail_if_function_failed(p, obs)
-    _fail_if_raised("hvp", obs)
+    try:
+        _fail_if_raised("hvp", obs)
+    except _Fail as failure:  # the plain functions came first and passed: the student's Function is the cause
+        if p.uses and failure.mistake == "hvp_no_create_graph":
+            raise _Fail("hvp_function_not_twice_differentiable", names=", ".join(p.uses), code=failure.code,
+                        error_type=failure.fields.get("error_type", ""), error=failure.fields.get("error", "")) from None
+        if p.uses and failure.mistake == "raised_error":
+            _fail_if_jvp_read_nothing(p, obs)
+        raise
     _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"), requires_grad=True)
     if _bool_field(obs, "x_requires_grad") or _grad_field(obs, "x_grad_after", p.x.shape) is not None:
         raise _Fail("hvp_changed_x", where="x.requires_grad / x.grad", expected="False / None",

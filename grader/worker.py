@@ -80,6 +80,20 @@ def warm_up() -> None:
     for fast in (False, True):
         torch.autograd.gradcheck(_Square.apply, (x,), fast_mode=fast)
         torch.autograd.gradgradcheck(_Square.apply, (x,), fast_mode=fast)
+    # torch.func's lazy imports (torch._dynamo among them, which rebinds torch.manual_seed when imported) happen
+    # here, before any child takes the guard's snapshot: not in the middle of an observation.
+    import importlib
+
+    from torch.autograd import forward_ad
+
+    importlib.import_module("torch._dynamo")
+
+    f = lambda t: (torch.sin(t) * t).sum()  # noqa: E731
+    torch.func.vmap(torch.func.grad(f))(torch.rand(2, 3, dtype=torch.float64))
+    torch.func.jvp(torch.func.grad(f), (x.detach(),), (x.detach(),))
+    torch.func.hessian(f)(x.detach())
+    with forward_ad.dual_level():
+        forward_ad.unpack_dual(forward_ad.make_dual(x.detach(), x.detach()) * 2)
     child.make_shell()
     gc.collect()
     gc.freeze()

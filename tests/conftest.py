@@ -57,26 +57,13 @@ CELLS: dict[str, dict[str, Cell]] = {
 # The old name: the four checks of a notebook-2/3 custom-Function exercise.
 CHECK_OF_CELL = {suffix: cell.check for suffix, cell in _FUNCTION_CELLS.items()}
 
-# The arguments of notebook 4's test calls as its contract states them, used only while its test cells are not in
-# solutions/ yet: shapes (one call, seed 0) for grader.checks, each call's keyword arguments for grader.basics.
-PENDING_CALLS: dict[str, list[dict]] = {
-    "softplus": [{"shapes": [(3, 3), (), (5,), (2, 3, 2)]}],
-    "sortvalues": [{"shapes": [(2, 5), (6,), (3, 2, 4)]}],
-    "hvp": [{"sizes": (4,), "seed": 0}, {"sizes": (2, 7), "seed": 5}],
-    "penalty": [{"sizes": (5, 3), "seed": 0}, {"sizes": (8, 4), "seed": 3}],
-}
-
-
 def cell_calls(exercise: str, suffix: str) -> list[dict]:
     """The keyword arguments of each check call of the test cell `<exercise>-<suffix>` in the solutions notebooks,
     visible call first then hidden ones (as nbgrader runs them): an expectation must hold on all of them."""
     from grader import testcells
 
     grade_id = f"{exercise}-{suffix}"
-    cells = solution_cells()
-    if grade_id not in cells and exercise in PENDING_CALLS:
-        return [dict(kwargs) for kwargs in PENDING_CALLS[exercise]]
-    calls = testcells.parse(cells[grade_id].source, grade_id)
+    calls = testcells.parse(solution_cells()[grade_id].source, grade_id)
     return [{k: v for k, v in call.kwargs.items() if k != "exercise"} for call in calls]
 
 
@@ -93,90 +80,20 @@ def solution_cells() -> dict[str, nbformat.NotebookNode]:
     cells = {}
     for path in sorted(SOLUTIONS.glob("*.ipynb")):
         cells.update(cells_by_id(path))
-    for grade_id, source in PENDING_SOLUTIONS.items():  # until notebook 4 is in solutions/
-        cells.setdefault(grade_id, nbformat.v4.new_code_cell(source))
     return cells
-
-
-# Notebook 4's answers as its contract (briefs/nb4-contract.md) states them, used only while
-# solutions/autograd/04_modern_functions.ipynb does not exist yet: the notebook's cells take precedence.
-PENDING_SOLUTIONS = {
-    "softplus": """
-class Softplus(torch.autograd.Function):
-    generate_vmap_rule = True
-
-    @staticmethod
-    def forward(x):
-        return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        x, = inputs
-        ctx.save_for_backward(x)
-        ctx.save_for_forward(x)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        x, = ctx.saved_tensors
-        return grad_output * torch.sigmoid(x)
-
-    @staticmethod
-    def jvp(ctx, x_t):
-        x, = ctx.saved_tensors
-        return x_t * torch.sigmoid(x)
-""",
-    "sortvalues": """
-class SortValues(torch.autograd.Function):
-    @staticmethod
-    def forward(x):
-        values, indices = torch.sort(x, dim=-1)
-        return values, indices.to(x.dtype)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        values, indices = output
-        ctx.mark_non_differentiable(indices)
-        ctx.save_for_backward(indices.long())
-
-    @staticmethod
-    def backward(ctx, grad_values, grad_indices):
-        indices, = ctx.saved_tensors
-        return torch.zeros_like(grad_values).scatter(-1, indices, grad_values)
-""",
-    "hvp": """
-def hvp(f, x, v):
-    x = x.detach().requires_grad_()
-    g, = torch.autograd.grad(f(x), x, create_graph=True)
-    return torch.autograd.grad(g, x, v)[0]
-
-
-def hvp_forward(f, x, v):
-    return torch.func.jvp(torch.func.grad(f), (x,), (v,))[1]
-""",
-    "penalty": """
-def gradient_penalty(f, w, x):
-    x = x.detach().requires_grad_()
-    g, = torch.autograd.grad(f(w, x).sum(), x, create_graph=True)
-    return ((g.flatten(1).norm(dim=1) - 1) ** 2).mean()
-""",
-}
 
 
 def namespace_for(exercise: str) -> dict:
     """What an answer cell of ``exercise`` sees: torch, numpy, for cube the locked NumPy helpers, and for notebook 4's
-    functions (hvp, penalty) the notebook's Functions their probes are built from: Softplus, and the Square, Exp,
-    Sinh and Cube carried over from notebook 3 (the instructor's, as in solutions/)."""
+    functions (hvp, penalty) the notebook's Functions their probes are built from: the Square, Exp, Sinh and Cube
+    carried over from notebook 3 (cell own-functions) and Softplus, the instructor's as in solutions/."""
     ns: dict = {"torch": torch, "np": np, "numpy": np}
     cells = solution_cells()
     if exercise == "cube":
         exec(cells["cube-helpers"].source, ns)
     if exercise in ("hvp", "penalty"):
-        if "own-functions" in cells:
-            exec(cells["own-functions"].source, ns)
-        else:  # notebook 3's answers, as the own-functions cell of notebook 4 holds them
-            for grade_id in ("square", "exp", "sinh", "cube-helpers", "cube"):
-                exec(cells[grade_id].source, ns)
-        exec(cells["softplus"].source, ns)
+        for grade_id in ("own-functions-helpers", "own-functions", "softplus"):
+            exec(cells[grade_id].source, ns)
     return ns
 
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from conftest import (ALTERNATIVES, CELLS, ENTRY, ENTRY_NAME, MISTAKES, PENDING_CALLS, CatalogueEntry, cell_calls,
-                      namespace_for, solution_cells)
+from conftest import (ALTERNATIVES, CELLS, ENTRY, ENTRY_NAME, MISTAKES, CatalogueEntry, cell_calls, namespace_for,
+                      solution_cells)
 from grader import basics, checks, messages
 from grader.diagnosis import CheckFailed
 from grader.exercises import EXERCISES
@@ -62,6 +62,16 @@ def test_every_graded_exercise_has_its_checks():
             assert callable(getattr(checks if cell.module == "checks" else basics, cell.check)), (exercise, cell)
 
 
+# Notebook 4's test calls as its contract (briefs/nb4-contract.md) states them: shapes (visible, then hidden) for
+# grader.checks, each call's keyword arguments for grader.basics.
+CONTRACT = {
+    "softplus": [(3, 3), (), (5,), (2, 3, 2)],
+    "sortvalues": [(2, 5), (6,), (3, 2, 4)],
+    "hvp": [{"sizes": (4,), "seed": 0}, {"sizes": (2, 7), "seed": 5}],
+    "penalty": [{"sizes": (5, 3), "seed": 0}, {"sizes": (8, 4), "seed": 3}],
+}
+
+
 def test_the_checks_of_each_exercise_are_those_of_its_test_cells():
     """The table the catalogue is judged with names what the solutions notebooks' test cells call, on the function
     the answer cell defines; notebook 4's test calls have the arguments its contract states."""
@@ -76,13 +86,11 @@ def test_the_checks_of_each_exercise_are_those_of_its_test_cells():
             wanted = testcells.CHECK_FUNCTIONS[cell.module][cell.check]
             assert {(c.module, c.check) for c in calls} == {(cell.module, wanted)}, grade_id
             assert {c.entry for c in calls} == {ENTRY_NAME[exercise] if cell.module == "checks" else cell.entry}
-            if exercise in PENDING_CALLS and cell.module == "checks":
-                shapes = [tuple(s) for c in calls for s in c.kwargs["shapes"]]
-                assert shapes == PENDING_CALLS[exercise][0]["shapes"], (grade_id, shapes)
-            elif exercise in PENDING_CALLS:
-                arguments = [{"seed": 0, **{k: tuple(v) for k, v in c.kwargs.items() if k == "sizes"},
-                              **{k: v for k, v in c.kwargs.items() if k != "sizes"}} for c in calls]
-                assert arguments == PENDING_CALLS[exercise], (grade_id, arguments)
+            if exercise in CONTRACT and cell.module == "checks":
+                assert [tuple(s) for c in calls for s in c.kwargs["shapes"]] == CONTRACT[exercise], grade_id
+            elif exercise in CONTRACT:
+                assert [{k: tuple(v) if k == "sizes" else v for k, v in c.kwargs.items()} for c in calls] == \
+                    CONTRACT[exercise], grade_id
 
 
 @pytest.mark.parametrize("entry", ALTERNATIVES, ids=lambda e: e.id)

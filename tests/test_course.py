@@ -94,7 +94,7 @@ def test_nbgrader_autogrades_the_bundled_class_to_the_expected_scores(demo_run):
     rows = list(csv.DictReader(open(tmp_path / "course" / "reports" / "diagnoses.csv")))
     who = {(r["exercise"], r["mistake"]): set(r["who"].split()) for r in rows}
     assert who[("square", "forgot_grad_output")] == {"chen"}
-    assert who[("sinh", "intermediates_on_ctx")] == {"chen"}
+    assert who[("sinh", "intermediates_not_outputs")] == {"chen"}
     assert who[("linear", "transposed_gradient")] == {"dara"}
     assert who[("exp", "tensor_on_ctx")] == {"eli"}
     assert (tmp_path / "course" / "reports" / "class-report.html").stat().st_size > 10_000
@@ -109,11 +109,17 @@ def _assert_students_own_outputs_are_kept(root: Path) -> None:
         return [c for c in nbformat.read(str(root / "autograded" / student / "autograd" / name), as_version=4).cells
                 if c.cell_type == "code"]
 
-    # A cell that raised shows that error, with its traceback (blank: the cells calling its untouched stubs).
-    errors = [o for c in cells("blank", "02_custom_function.ipynb") for o in c.outputs if o.output_type == "error"
+    # A cell that raised shows that error, with its traceback (fay: her Square detaches, so the "Try it yourself"
+    # cell's gradgradcheck raises).
+    errors = [o for c in cells("fay", "03_double_backward.ipynb") for o in c.outputs if o.output_type == "error"
               and not c.metadata.get("nbgrader", {}).get("grade")]
-    assert errors and errors[0].ename == "NotImplementedError" and "linear" in errors[0].evalue, errors
+    assert errors and errors[0].ename == "GradcheckError" and "Jacobian mismatch" in errors[0].evalue, errors
     assert errors[0].traceback, "the error keeps its traceback"
+    # A cell using an untouched stub says it was skipped, and the notebook went on (blank: nothing raised).
+    blank = cells("blank", "02_custom_function.ipynb")
+    assert not [o for c in blank if not c.metadata.get("nbgrader", {}).get("grade") for o in c.outputs
+                if o.output_type == "error"]
+    assert any("skipped: exercise 'linear' is not done yet" in o.get("text", "") for c in blank for o in c.outputs)
     # A graph cell shows its SVG (as an image: no markup of the student's own reaches the page).
     graphs = [o for c in cells("ada", "03_double_backward.ipynb") for o in c.outputs
               if "text/html" in o.get("data", {}) and "data:image/svg+xml;base64," in o.data["text/html"]]

@@ -193,13 +193,14 @@ def test_a_huge_ctx_and_a_huge_backward_source_are_judged_in_well_under_a_second
     assert len(source) > 2_000_000
     for obs in observations:
         obs["forward"]["ctx_attrs"] = attrs
+        obs["forward"]["without_history"] = attrs
         obs["backward_source"] = source
         obs["second"]["grads"] = [None] * len(obs["second"]["grads"])
     started = time.perf_counter()
     with pytest.raises(CheckFailed) as failure:
         checks.judge("second derivatives", "square", probes, observations)
     assert time.perf_counter() - started < 0.5
-    assert failure.value.finding.mistake == "intermediates_on_ctx"
+    assert failure.value.finding.mistake == "intermediates_not_outputs"
     assert len(str(failure.value)) < 2000  # the message names a few attributes, not 150k
 
     probes, observations = good("structure", "square")
@@ -217,8 +218,15 @@ def test_source_diagnosis_is_linear_and_keeps_its_verdicts():
 
     from grader import diagnosis as dx
 
-    assert dx.why_untracked_source("return g * ctx.y.detach()", ["ctx.y"]) == ("intermediates_on_ctx", {"attrs": "ctx.y"})
-    assert dx.why_untracked_source("return g * ctx.y_bar", ["ctx.y", "ctx.y_bar"])[1] == {"attrs": "ctx.y_bar"}
+    # A tensor without history that backward reads is the cause; one with history (an input or an output kept
+    # on ctx) is not, however it is kept.
+    assert dx.why_untracked_source("return g * ctx.y.detach()", ["ctx.y"]) == ("intermediates_not_outputs",
+                                                                              {"tensors": "ctx.y"})
+    assert dx.why_untracked_source("return g * ctx.y.detach()", []) == ("detach_in_backward", {})
+    assert dx.why_untracked_source("return g * ctx.y_bar", ["ctx.y", "ctx.y_bar"])[1] == {"tensors": "ctx.y_bar"}
+    assert dx.why_untracked_source("a, b = ctx.saved_tensors\nreturn g * a", ["ctx.saved_tensors[1]"])[1] == {
+        "tensors": "ctx.saved_tensors[1]"}
+    assert dx.why_untracked_source("", ["ctx.y"])[0] == "intermediates_not_outputs"  # source unreadable
     assert dx.why_untracked_source("return g * x.detach().numpy()", [])[0] == "numpy_in_backward"
     assert dx.why_untracked_source("return g * x.detach()", [])[0] == "detach_in_backward"
     assert dx.why_untracked_source("with torch.no_grad():\n  return g*x", [])[0] == "no_grad_in_backward"
@@ -228,6 +236,45 @@ def test_source_diagnosis_is_linear_and_keeps_its_verdicts():
     started = time.perf_counter()
     dx.why_untracked_source(source, attrs)
     assert time.perf_counter() - started < 0.3
+
+
+def test_what_has_no_history_is_what_forward_made_and_did_not_return():
+    """Inputs and outputs keep their history however they are kept (attribute or save_for_backward); an
+    intermediate has none either way. That, not the attribute, is why SinhBad has no second derivative."""
+    import torch
+
+    from grader import diagnosis as dx
+    from grader import observe
+    from grader.exercises import get
+
+    class Kept(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = x.exp()
+            ctx.x, ctx.out, ctx.copy = x, out, out.clone()
+            ctx.save_for_backward(x, out, x.sin())
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            return grad_out * ctx.out
+
+    x = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    obs, out, node = observe.call(get("exp"), Kept.apply, (x,))
+    assert obs["without_history"] == ["ctx.copy", "ctx.saved_tensors[2]"]
+    assert obs["ctx_attrs"] == ["ctx.x", "ctx.out", "ctx.copy"] and obs["saved"] == 3
+    assert dx.tensors_without_history(node) == ["ctx.copy"]  # without the packing record: attributes only
+
+    class SavesNone(Kept):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, None, x.sin())
+            return x.exp()
+
+    obs, _, _ = observe.call(get("exp"), SavesNone.apply, (x,))
+    assert obs["without_history"] == ["1 tensor saved with ctx.save_for_backward"]  # no exact position: a None
+    assert dx.why_untracked_source("a, b, c = ctx.saved_tensors\nreturn g * c", obs["without_history"])[0] == (
+        "intermediates_not_outputs")
 
 
 def test_wire_decode_refuses_observations_with_too_many_items():

@@ -10,21 +10,24 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import RELEASE, REPO, SOLUTIONS, nbgrader_meta
+from conftest import RELEASE, REPO, SOLUTIONS, cells_by_id, nbgrader_meta
 from grader.course import nbgrader_command, nbgrader_env
 from grader.exercises import EXERCISES
 from grader.notebooks import LEAK_MARKERS, canonical, problems
 
 NOTEBOOKS = sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))
-CUSTOM_FUNCTION_EXERCISES = set(EXERCISES)  # square, exp, sinh, cube, linear
+CUSTOM_FUNCTION_EXERCISES = set(EXERCISES)  # square, exp, sinh, cube, linear, ...
+# Answer cells that are not exercises: students paste earlier answers there; their released stub runs.
+PASTE_CELLS = {"own-functions": ("04_modern_functions.ipynb", ("Square", "Exp", "Sinh", "sinh", "Cube", "CubeBackward"))}
 
 
 def read(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(str(path), as_version=4)
 
 
-def test_there_are_three_notebooks_and_each_has_a_student_version():
-    assert NOTEBOOKS == ["01_autograd_basics.ipynb", "02_custom_function.ipynb", "03_double_backward.ipynb"]
+def test_there_are_four_notebooks_and_each_has_a_student_version():
+    assert NOTEBOOKS == ["01_autograd_basics.ipynb", "02_custom_function.ipynb", "03_double_backward.ipynb",
+                         "04_modern_functions.ipynb"]
     assert sorted(p.name for p in RELEASE.glob("*.ipynb")) == NOTEBOOKS
 
 
@@ -43,12 +46,14 @@ def test_student_notebook_leaks_no_solution_or_hidden_test(name):
     def code_lines(region: str) -> list[str]:
         return [ln.strip() for ln in region.splitlines() if ln.strip() and not ln.strip().startswith("#")]
 
+    # Lines of given code (demos) reach students legitimately, even when an answer repeats them.
+    given = {ln.strip() for c in solution.cells if not nbgrader_meta(c).get("solution") for ln in c.source.splitlines()}
     for cell in solution.cells:
         for hidden in re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)\n[ \t]*### END HIDDEN TESTS", cell.source, re.S):
             for line in code_lines(hidden):
                 assert line not in student_text, f"{name}: a hidden test line reached students: {line!r}"
         for region in re.findall(r"### BEGIN SOLUTION\n(.*?)\n[ \t]*### END SOLUTION", cell.source, re.S):
-            lines = [ln for ln in code_lines(region) if len(ln) > 12]  # `return x` may legitimately appear
+            lines = [ln for ln in code_lines(region) if len(ln) > 12 and ln not in given]  # `return x` may appear
             shown = [ln for ln in lines if ln in student_text]
             # A docstring may quote one line as a hint; most of a solution showing up is a leak.
             assert len(shown) <= max(1, len(lines) // 2), f"{name}: solution lines reached students: {shown}"
@@ -107,7 +112,8 @@ def test_cube_numpy_helpers_are_locked_above_the_cube_answer_and_really_use_nump
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_graded_cells_follow_the_contract(name):
     cells = read(SOLUTIONS / name).cells
-    answers = [nbgrader_meta(c)["grade_id"] for c in cells if nbgrader_meta(c).get("solution")]
+    answers = [nbgrader_meta(c)["grade_id"] for c in cells
+               if nbgrader_meta(c).get("solution") and nbgrader_meta(c)["grade_id"] not in PASTE_CELLS]
     tests = [(nbgrader_meta(c), c.source) for c in cells if nbgrader_meta(c).get("grade")]
     assert len(answers) >= (3 if name.startswith("01") else 1)
     for exercise in answers:
@@ -115,7 +121,7 @@ def test_graded_cells_follow_the_contract(name):
         assert mine, f"{name}: exercise {exercise!r} has no test cell named '{exercise}-...'"
         assert all(m["locked"] and m["points"] > 0 for m, _ in mine)
         assert any("### BEGIN HIDDEN TESTS" in src for _, src in mine), f"{exercise}: no hidden test"
-        if exercise in CUSTOM_FUNCTION_EXERCISES:
+        if exercise in CUSTOM_FUNCTION_EXERCISES - {"sortvalues"}:  # a permutation: no second order to score
             suffixes = {m["grade_id"].removeprefix(exercise + "-") for m, _ in mine}
             assert {"first-order", "second-order"} <= suffixes, f"{exercise}: first and second order scored apart"
     for meta, _ in tests:
@@ -129,9 +135,102 @@ def test_stubs_keep_the_docstring_and_raise_not_implemented_naming_the_exercise(
         if not meta.get("solution"):
             continue
         exercise = meta["grade_id"]
+        if exercise in PASTE_CELLS:
+            continue
         assert f"raise NotImplementedError(\"exercise '{exercise}': write " in cell.source, cell.source
         assert '"""' in cell.source, f"{exercise}: the stub lost its docstring"
         compile(cell.source, exercise, "exec")  # the stub itself is valid Python
+
+
+def test_paste_cells_are_released_as_stubs_that_run_and_leave_the_names_unset():
+    """The cell where students paste their notebook-3 Functions must not stop Restart & Run All."""
+    for grade_id, (name, names) in PASTE_CELLS.items():
+        solution = cells_by_id(SOLUTIONS / name)[grade_id]
+        released = cells_by_id(RELEASE / name)[grade_id]
+        assert nbgrader_meta(solution)["solution"] and not nbgrader_meta(solution)["grade"]
+        assert not any(nbgrader_meta(c).get("grade") and c_id.startswith(grade_id + "-")
+                       for c_id, c in cells_by_id(SOLUTIONS / name).items()), f"{grade_id} is not graded"
+        namespace: dict = {}
+        exec(compile(released.source, grade_id, "exec"), namespace)
+        assert {n: namespace.get(n, "missing") for n in names} == dict.fromkeys(names), released.source
+        assert "paste" in released.source.lower()
+        for n in names:  # the instructor's version defines them all
+            assert re.search(rf"^(class|def) {n}\b", solution.source, re.M), n
+
+
+def test_a_solution_region_can_declare_its_released_stub():
+    """`### STUB` lines inside a region are what students get instead of the NotImplementedError stub."""
+    from grader.nbgrader_plugins import NamedStubs
+
+    source = ("import torch\n"
+              "### BEGIN SOLUTION\n"
+              "### STUB # paste your Square here\n"
+              "### STUB Square = None\n"
+              "class Square:\n"
+              "    pass\n"
+              "### END SOLUTION\n"
+              "class Cube:\n"
+              "    ### BEGIN SOLUTION\n"
+              "    ### STUB # one line: vmap support\n"
+              "    generate_vmap_rule = True\n"
+              "    ### END SOLUTION\n"
+              "\n"
+              "    def forward(x):\n"
+              "        ### BEGIN SOLUTION\n"
+              "        return x ** 3\n"
+              "        ### END SOLUTION")
+    cell = nbformat.v4.new_code_cell(source, metadata={"nbgrader": {"grade_id": "cube", "solution": True}})
+    assert NamedStubs()._replace_solution_region(cell, "python")
+    assert cell.source == ("import torch\n"
+                           "# paste your Square here\n"
+                           "Square = None\n"
+                           "class Cube:\n"
+                           "    # one line: vmap support\n"
+                           "\n"
+                           "    def forward(x):\n"
+                           "        # YOUR CODE HERE\n"
+                           "        raise NotImplementedError(\"exercise 'cube': write Cube.forward\")")
+
+
+NOTEBOOK4_CONTRACT = {  # /work/briefs/nb4-contract.md: answer cell -> what it defines, test cells -> points
+    "softplus": (["class Softplus(torch.autograd.Function)", "def forward(x)", "def setup_context(ctx, inputs, output)",
+                  "def backward(ctx, grad_output)", "def jvp(ctx, x_t)"],
+                 {"softplus-forward": 1, "softplus-first-order": 1, "softplus-second-order": 1,
+                  "softplus-forward-mode": 1, "softplus-vmap": 1, "softplus-structure": 1}),
+    "sortvalues": (["class SortValues(torch.autograd.Function)", "def backward(ctx, grad_values, grad_indices)"],
+                   {"sortvalues-forward": 1, "sortvalues-first-order": 2, "sortvalues-structure": 1}),
+    "hvp": (["def hvp(f, x, v)", "def hvp_forward(f, x, v)"],
+            {"hvp-double-backward": 2, "hvp-forward-over-reverse": 2}),
+    "penalty": (["def gradient_penalty(f, w, x)"], {"penalty-value": 1, "penalty-gradient": 2}),
+}
+
+
+def test_notebook_4_follows_its_exercise_contract():
+    cells = cells_by_id(SOLUTIONS / "04_modern_functions.ipynb")
+    graded = {gid: nbgrader_meta(c)["points"] for gid, c in cells.items() if nbgrader_meta(c).get("grade")}
+    assert graded == {gid: pts for _, tests in NOTEBOOK4_CONTRACT.values() for gid, pts in tests.items()}
+    assert sum(graded.values()) == 17
+    for exercise, (needles, tests) in NOTEBOOK4_CONTRACT.items():
+        for needle in needles:
+            assert needle in cells[exercise].source, f"answer cell {exercise!r} lacks {needle!r}"
+        for test_id in tests:  # one visible call, hidden calls on other probes, the same check
+            visible, hidden = cells[test_id].source.split("### BEGIN HIDDEN TESTS")
+            calls = re.findall(r"^(checks\.\w+|basics\.\w+)\(", visible + hidden, re.M)
+            assert len(set(calls)) == 1 and len(calls) >= 2, cells[test_id].source
+
+
+def test_notebook_4_section_headings_are_those_the_grader_points_to():
+    headings = [line.removeprefix("## ") for c in read(SOLUTIONS / "04_modern_functions.ipynb").cells
+                if c.cell_type == "markdown" for line in c.source.splitlines() if line.startswith("## ")]
+    assert headings[1:12] == [
+        "1. The `setup_context` style: `forward` without `ctx`", "2. `torch.func` over a custom Function",
+        "3. `vmap`: `generate_vmap_rule` or your own `vmap` rule",
+        "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`", "5. Exercise: `Softplus` (graded, 6 points)",
+        "6. Flags and markers: `once_differentiable`, `mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`",
+        "7. Exercise: `SortValues` (graded, 4 points)",
+        "8. Hessian-vector products: double backward and forward-over-reverse",
+        "9. Exercise: `hvp` (graded, 4 points)", "10. Capstone: a gradient penalty through your own Functions",
+        "11. Exercise: `gradient_penalty` (graded, 3 points)"]
 
 
 # --- they run ---------------------------------------------------------------------------------------
@@ -153,3 +252,46 @@ def test_solution_notebook_runs_top_to_bottom_without_error_or_stderr(name, tmp_
     if shutil.which("dot") and not name.startswith("01"):
         svgs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/svg+xml" in o.get("data", {})]
         assert svgs, f"{name}: no autograd graph was drawn although Graphviz is installed"
+
+
+@pytest.mark.slow
+def test_released_notebook_4_runs_to_the_end_with_every_exercise_unwritten(tmp_path):
+    """Restart & Run All on the untouched student notebook: the teaching cells skip what needs an unwritten
+    exercise, saying so, instead of stopping the run (the self-check cells are left out here)."""
+    from nbclient import NotebookClient
+
+    nb = read(RELEASE / "04_modern_functions.ipynb")
+    nb.cells = [c for c in nb.cells if not nbgrader_meta(c).get("grade")]
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert [o for o in outputs if o.output_type == "error" or o.get("name") == "stderr"] == []
+    skipped = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
+    for exercise in ("softplus", "sortvalues", "hvp"):
+        assert f"○ skipped: exercise '{exercise}' is not done yet" in skipped, exercise
+    assert "○ skipped: paste your Square, Exp, Sinh, sinh, Cube, CubeBackward" in skipped
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_released_notebook_runs_to_the_end_with_every_exercise_unfinished(name, tmp_path, monkeypatch):
+    """A student's Restart & Run All before writing anything: every cell runs, nothing on stderr, and each
+    exercise's self-checks say it is not done yet (nbgrader validate / autograde still fail it: test_student_view,
+    test_course)."""
+    from nbclient import NotebookClient
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)  # as in the student's own kernel
+    nb = read(RELEASE / name)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code), "a cell did not run"
+    problems = [(nbgrader_meta(c).get("grade_id"), o.get("ename") or o.get("text", "")[:200]) for c in code
+                for o in c.outputs if o.output_type == "error" or o.get("name") == "stderr"]
+    assert problems == []
+    for cell in code:
+        grade_id = nbgrader_meta(cell).get("grade_id", "")
+        if nbgrader_meta(cell).get("grade"):
+            exercise = grade_id.split("-")[0]
+            text = "".join(o.get("text", "") for o in cell.outputs)
+            assert f"not done yet: exercise '{exercise}' still raises NotImplementedError" in text, (grade_id, text)
+            assert "✓" not in text, (grade_id, text)
+

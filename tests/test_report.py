@@ -13,7 +13,7 @@ def plant(tmp_path, seed: int = 7):
     """A synthetic class: 40 students, each with random mistakes; returns (scores, planted, results dir)."""
     rng = random.Random(seed)
     mistakes = {"square": ["forgot_grad_output", "wrong_sign"], "linear": ["transposed_gradient", "gradient_not_reduced"],
-                "sinh": ["intermediates_on_ctx"]}
+                "sinh": ["intermediates_not_outputs"]}
     planted: dict[tuple[str, str], set[str]] = {}
     scores: report.Scores = {}
     results = tmp_path / "grader_results"

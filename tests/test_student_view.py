@@ -153,6 +153,75 @@ def test_rendering_never_fails_even_for_a_finding_that_cannot_render(monkeypatch
     assert "grader/" not in "\n".join(rendered)
 
 
+# --- an exercise not written yet: reported in the student's notebook, failed everywhere else ---------------------
+
+VJP_STUB = '''def vector_jacobian_product(f, x, v):
+    raise NotImplementedError("exercise 'vjp': write vector_jacobian_product")
+'''
+OWN_NOT_IMPLEMENTED = STUB.replace("exercise 'square': write Square.forward", "TODO")
+
+
+@pytest.fixture
+def in_a_notebook(monkeypatch):
+    """As in a student's kernel: IPython is running and nbgrader is not."""
+    import IPython
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+
+
+def test_in_a_notebook_an_untouched_stub_is_reported_not_raised(in_a_notebook, capsys):
+    checks.forward("square", square_from(STUB).apply, shapes=[(3, 3)])
+    ns = {"torch": torch}
+    exec(VJP_STUB, ns)
+    basics.check_vjp(ns["vector_jacobian_product"])
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == ("○ square · forward: not done yet: exercise 'square' still raises NotImplementedError "
+                          "(Square.forward).")
+    assert printed[1].startswith("  This check did not run. Write Square.forward in the answer cell `square`")
+    assert printed[2] == ("○ vjp · check_vjp: not done yet: exercise 'vjp' still raises NotImplementedError "
+                          "(vector_jacobian_product).")
+
+
+@pytest.mark.parametrize("nbgrader", ["validate", "autograde"])
+def test_under_nbgrader_an_untouched_stub_fails(in_a_notebook, monkeypatch, nbgrader):
+    monkeypatch.setenv("NBGRADER_EXECUTION", nbgrader)
+    assert raised(checks.forward, "square", square_from(STUB).apply, shapes=[(3, 3)]).finding.mistake == "not_implemented"
+    ns = {"torch": torch}
+    exec(VJP_STUB, ns)
+    assert raised(basics.check_vjp, ns["vector_jacobian_product"]).finding.mistake == "not_implemented"
+
+
+def test_outside_a_notebook_an_untouched_stub_fails(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert not diagnosis.reports_unfinished()  # pytest is not an IPython kernel
+    assert raised(checks.forward, "square", square_from(STUB).apply, shapes=[(3, 3)]).finding.mistake == "not_implemented"
+
+
+def test_in_a_notebook_anything_but_the_untouched_stub_still_fails(in_a_notebook):
+    """A wrong answer, the student's own NotImplementedError, another exercise's stub: raised as always."""
+    assert raised(checks.first_derivatives, "square", square_from(WRONG_SIGN).apply).finding.mistake == "wrong_sign"
+    assert raised(checks.forward, "square", square_from(OWN_NOT_IMPLEMENTED).apply).finding.mistake == "not_implemented"
+    assert raised(checks.forward, "exp", square_from(STUB).apply).finding.mistake == "not_implemented"
+
+
+def test_a_block_using_an_untouched_stub_is_skipped_with_a_note(capsys):
+    reached = []
+    with checks.skip_if_unfinished("square"):
+        square_from(STUB).apply(torch.ones(2, requires_grad=True))
+        reached.append("after the stub")
+    assert not reached
+    assert capsys.readouterr().out == ("○ skipped: exercise 'square' is not done yet (Square.forward still raises "
+                                       "NotImplementedError). Run this cell again once you have written it.\n")
+    for other in (OWN_NOT_IMPLEMENTED, WRONG_SIGN.replace("return -grad_out", "return 1 / 0 * grad_out")):
+        with pytest.raises((NotImplementedError, ZeroDivisionError)):
+            with checks.skip_if_unfinished("square"):
+                square_from(other).apply(torch.ones(2, requires_grad=True)).sum().backward()
+    with pytest.raises(ValueError, match="unknown exercise"):
+        with checks.skip_if_unfinished("sqaure"):
+            pass
+
+
 # --- in a real kernel, and through nbgrader validate ----------------------------------------------------------
 
 
@@ -169,7 +238,7 @@ def test_in_a_kernel_a_failing_self_check_shows_the_diagnosis_and_no_grader_fram
 
     expected = {
         "wrong sign": raised(checks.first_derivatives, "square", square_from(WRONG_SIGN).apply, shapes=[(3, 3)]),
-        "stub": raised(checks.forward, "square", square_from(STUB).apply, shapes=[(3, 3)]),
+        "stub": raised(checks.forward, "square", square_from(OWN_NOT_IMPLEMENTED).apply, shapes=[(3, 3)]),
     }
     ns = {"torch": torch}
     exec(WRONG_VJP, ns)
@@ -178,10 +247,12 @@ def test_in_a_kernel_a_failing_self_check_shows_the_diagnosis_and_no_grader_fram
         "import torch",
         WRONG_SIGN,
         'from grader import checks\nchecks.first_derivatives("square", Square.apply, shapes=[(3, 3)])',
-        STUB,
+        OWN_NOT_IMPLEMENTED,
         'from grader import checks\nchecks.forward("square", Square.apply, shapes=[(3, 3)])',
         WRONG_VJP,
         "from grader import basics\n\nbasics.check_vjp(vector_jacobian_product)",
+        STUB,  # the released stub, untouched: reported, and the notebook goes on
+        'from grader import checks\nchecks.forward("square", Square.apply, shapes=[(3, 3)])',
     )
     NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
@@ -194,10 +265,27 @@ def test_in_a_kernel_a_failing_self_check_shows_the_diagnosis_and_no_grader_fram
         assert output.evalue.split("\n")[:2] == str(expected[name]).split("\n")[:2]  # the same headline
         assert output.evalue.split("\n")[-1] == str(expected[name]).split("\n")[-1]  # and hint
         assert not any(o.get("name") == "stderr" for o in nb.cells[k].outputs)
+    assert [o.output_type for o in nb.cells[8].outputs] == ["stream"], nb.cells[8].outputs
+    assert nb.cells[8].outputs[0].text.startswith("○ square · forward: not done yet: exercise 'square' still raises")
     first = plain(errors[2][0].traceback)
     assert words(" ".join(first[:2])) == words(
         "AssertionError: ✗ square · first derivatives: the gradient for `x` has the wrong sign."), first
     assert any("hint:     Re-derive d(x²)/dx" in line for line in first), first
+
+
+@pytest.mark.slow
+def test_nbgrader_validate_fails_every_graded_cell_of_an_untouched_notebook(tmp_path):
+    """Run All goes past unfinished exercises in the student's kernel; nbgrader validate still fails them."""
+    name = "01_autograd_basics.ipynb"
+    nb = nbformat.read(str(RELEASE / name), as_version=4)
+    graded = sum(1 for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade"))
+    nbformat.write(nb, str(tmp_path / name))
+    done = subprocess.run([str(Path(sys.executable).with_name("nbgrader")), "validate", name],
+                          cwd=tmp_path, env=nbgrader_env(), capture_output=True, text=True, timeout=300)
+    out = done.stdout
+    assert f"VALIDATION FAILED ON {graded} CELL(S)" in out, out[-3000:]
+    assert "vector_jacobian_product(f, x, v) is not implemented yet" in words(out), out[:3000]
+    assert "not done yet" not in out
 
 
 @pytest.mark.slow

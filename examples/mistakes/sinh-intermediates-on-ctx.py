@@ -1,6 +1,6 @@
 # exercise: sinh
-# mistake: SinhBad: exp(x) and exp(-x) kept on ctx, so double backward cannot see them
-# expect: forward=pass first-order=pass second-order=intermediates_on_ctx structure=tensor_on_ctx
+# mistake: SinhBad: exp(x) and exp(-x) are made inside forward and not returned as outputs, so they have no history (keeping them on ctx costs the structure point; it is not why double backward fails)
+# expect: forward=pass first-order=pass second-order=intermediates_not_outputs structure=tensor_on_ctx
 # caught-by: gradgradcheck
 class Sinh(torch.autograd.Function):
     @staticmethod

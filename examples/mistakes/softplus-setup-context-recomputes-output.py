@@ -1,6 +1,6 @@
 # exercise: softplus
 # mistake: setup_context computes softplus(x) again and saves that tensor instead of its `output` argument; backward computes sigmoid(x) = 1 - e^(-y) from it: right values, but the recomputed y has no graph, so the second derivative is missing
-# expect: forward=pass first-order=pass second-order=intermediate_saved structure=pass forward-mode=pass vmap=pass
+# expect: forward=pass first-order=pass second-order=intermediates_not_outputs structure=pass forward-mode=pass vmap=pass
 # caught-by: gradgradcheck
 # seen: https://github.com/pytorch/pytorch/issues/104040
 class Softplus(torch.autograd.Function):

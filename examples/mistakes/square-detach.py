@@ -1,5 +1,5 @@
 # exercise: square
-# mistake: .detach() inside backward cuts the graph that double backward needs
+# mistake: .detach() inside backward: the first derivative is right, the second is missing here and silently wrong inside a bigger computation
 # expect: forward=pass first-order=pass second-order=detach_in_backward structure=pass
 # caught-by: gradgradcheck
 class Square(torch.autograd.Function):
