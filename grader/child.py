@@ -65,21 +65,23 @@ MISSING = object()
 # change legitimately; AOT autograd is not used in eager mode.)
 FUNCTORCH_PREFIXES = ("torch._functorch", "torch.func", "torch.autograd", "torch.utils._pytree", "torch._export.utils",
                       "torch.overrides")
-FUNCTORCH_NAMESPACES: list[Any] = sorted(
-    (module for name, module in list(sys.modules.items())
-     if name.startswith(FUNCTORCH_PREFIXES) and not name.endswith(".config") and "._aot_autograd" not in name
-     and type(module).__name__ == "module"),
-    key=lambda module: module.__name__)
-FUNCTORCH_NAMESPACES += [torch._VF, torch._C._functorch, torch._C._functorch.CInterpreter,
-                         torch._C._functorch.TransformType]
 
-# Namespaces whose every entry is put back (module dicts; class dicts for classes).
+
+def functorch_namespaces() -> list[Any]:
+    """Those namespaces, among the modules imported by now (the worker's warm-up imports torch.func's lazy ones)."""
+    modules = sorted((module for name, module in list(sys.modules.items())
+                      if name.startswith(FUNCTORCH_PREFIXES) and not name.endswith(".config")
+                      and "._aot_autograd" not in name and type(module).__name__ == "module"),
+                     key=lambda module: module.__name__)
+    return [*modules, torch._VF, torch._C._functorch, torch._C._functorch.CInterpreter,
+            torch._C._functorch.TransformType]
+
+
+# Namespaces whose every entry is put back (module dicts; class dicts for classes); the Guard adds torch.func's.
 GUARDED_NAMESPACES: list[Any] = [
     builtins, torch, torch.Tensor, torch.autograd, autograd_function, torch.autograd.graph,
     torch.autograd.gradcheck, torch.nn.functional, json, os, socket, wire, observe, basics, diagnosis, exercises,
     secondorder, autograd_function.Function, autograd_function.BackwardCFunction, torch.autograd.graph.saved_tensors_hooks,
-    *[m for m in FUNCTORCH_NAMESPACES if m not in (torch.autograd, autograd_function, torch.autograd.graph,
-                                                     torch.autograd.gradcheck)],
 ]
 # Names torch itself rebinds while running, not the notebook: set_default_dtype rebinds torch.Storage, and
 # forward_ad.dual_level() keeps the current level in a module global (putting it back mid-observation breaks forward
@@ -153,7 +155,8 @@ class Guard:
 
     def __init__(self, extra_functions: list[Any] = ()) -> None:  # type: ignore[assignment]
         self.namespaces = []
-        for owner in [*GUARDED_NAMESPACES, sys.modules[__name__]]:
+        owners = [*GUARDED_NAMESPACES, *functorch_namespaces(), sys.modules[__name__]]
+        for owner in [owner for k, owner in enumerate(owners) if not any(o is owner for o in owners[:k])]:
             kept = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
             strict = isinstance(owner, type) or owner in ADDITIONS_REMOVED  # additions removed too
             self.namespaces.append([owner, kept, tuple(kept), tuple(kept.values()), strict])

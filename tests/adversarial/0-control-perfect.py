@@ -1,7 +1,7 @@
 # notebook: all
 # cell: none
 # others: solution
-# expect: vjp=3 accumulate=4 secondderiv=3 linear=6 square=6 exp=6 sinh=6 cube=6
+# expect: vjp=3 accumulate=4 secondderiv=3 linear=6 square=6 exp=6 sinh=6 cube=6 softplus=6 sortvalues=4 hvp=4 penalty=3
 # bound: 20
 # class: main results-file controls forgeries pid1-stdout pid1-ptrace scratch
 # flagged: none

@@ -1,7 +1,7 @@
 # notebook: all
 # cell: linear square cube
 # others: solution
-# expect: vjp=3 accumulate=4 secondderiv=3 linear=0 square=2 exp=6 sinh=6 cube=0
+# expect: vjp=3 accumulate=4 secondderiv=3 linear=0 square=2 exp=6 sinh=6 cube=0 softplus=6 sortvalues=4 hvp=4 penalty=3
 # flagged: linear cube
 # bound: 20
 # class: pid1-ptrace
