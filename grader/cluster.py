@@ -227,6 +227,13 @@ class DaskPool:
             self._size, self._size_at = max(1, self._threads()), time.monotonic()
         return self._size
 
+    def describe(self) -> str:
+        """'2 workers, 8 threads (tcp://10.0.0.7:40321, ...)': for the log."""
+        threads = self.client.nthreads()
+        shown = ", ".join(sorted(threads)[:5]) + (", ..." if len(threads) > 5 else "")
+        return (f"{len(threads)} worker{'s' if len(threads) != 1 else ''}, {sum(threads.values())} threads, each "
+                f"with its sandboxed graders ({shown})")
+
     def run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
         """One notebook's plan on some worker of the cluster: (its raw results, how it ended)."""
         for _ in range(RESUBMIT + 1):

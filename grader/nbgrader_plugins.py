@@ -623,6 +623,7 @@ class _Classroom:
                 from .cluster import DaskPool
 
                 pool = DaskPool(hide=hide, workers=count, scheduler=address)
+                plugin.log.info("grading on the Dask cluster at %s: %s", address, pool.describe())
             else:
                 pool = plugin.pool_class(hide=hide, **({"workers": count} if count else {}))
         except sandbox.SetupError:

@@ -171,8 +171,8 @@ def classroom(loopback, workdir, template):
                     os.environ.pop(cluster.ENV, None)
                 else:
                     os.environ[cluster.ENV] = saved
-            assert "Starting Worker plugin grader-sandboxes-" in loopback.log("w1"), (
-                "the class was not graded on the Dask workers:\n" + loopback.log("w1"))
+            assert f"grading on the Dask cluster at {loopback.address}: 2 workers" in _GRADED[klass].log, (
+                "the class was not graded on the Dask workers:\n" + _GRADED[klass].log[-3000:])
         return _GRADED[klass]
 
     (workdir / "adversarial").mkdir(exist_ok=True)
@@ -229,7 +229,7 @@ def test_the_demo_class_graded_on_dask_workers_gets_the_local_pools_verdicts(loo
     assert code == 0, log[-3000:]
     print(f"demo class, {total} notebooks: local pool {local_seconds:.1f} s, loopback Dask {dask_seconds:.1f} s")
     assert "ERROR" not in log, log[-3000:]
-    assert "Starting Worker plugin grader-sandboxes-" in loopback.log("w1") + loopback.log("w2")
+    assert f"grading on the Dask cluster at {loopback.address}: 2 workers, 2 threads" in log, log[-3000:]
 
     scores = course.gradebook_scores(f"sqlite:///{workdir / 'demo-dask' / 'gradebook.db'}")
     assert scores == course.gradebook_scores(f"sqlite:///{workdir / 'demo-local' / 'gradebook.db'}")
@@ -271,6 +271,7 @@ def test_a_worker_killed_in_the_middle_of_a_class_costs_no_student_anything(loop
             loopback.kill("w3")
     text = log_path.read_text(errors="replace")
     assert nbgrader.returncode == 0 and "ERROR" not in text, text[-3000:]
+    assert f"grading on the Dask cluster at {loopback.address}: 3 workers" in text, text[-3000:]
     scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
     assert {s: {e: got for e, (got, _) in row.items()} for s, row in scores.items()} == expected_scores()
     graded = _graded_lines(text)
