@@ -71,13 +71,18 @@ class SandboxPlugin(WorkerPlugin):
         self.pool: local.Pool | None = None
         self.problem = ""
         self.ready = threading.Event()
+        self.closed = False
         try:  # torch's import in each sandbox takes seconds: off the worker's event loop
-            self.pool = await asyncio.to_thread(self._start, worker.state.nthreads)
+            pool = await asyncio.to_thread(self._start, worker.state.nthreads)
         except Exception as exc:
             self.problem = _problem_on(self.address, exc)
-            raise sandbox.SetupError(self.problem) from None
-        finally:
             self.ready.set()
+            raise sandbox.SetupError(self.problem) from None
+        if self.closed:  # removed while its sandboxes were starting
+            pool.close()
+        else:
+            self.pool = pool
+        self.ready.set()
 
     def _start(self, threads: int) -> local.Pool:
         mine = sandbox.package_fingerprint()
@@ -89,6 +94,7 @@ class SandboxPlugin(WorkerPlugin):
         return local.Pool(hide=self.hide, workers=threads, limits=self.limits)
 
     def teardown(self, worker: Any) -> None:
+        self.closed = True
         pool, self.pool = getattr(self, "pool", None), None
         if pool is not None:
             pool.close()
@@ -163,12 +169,12 @@ class DaskPool:
                 f"{_one_line(exc)}. Start it (`dask scheduler`) and its workers (`dask worker {self.address}`) on "
                 f"machines with the course installed, or unset both to grade on this machine") from None
         self.name = PLUGIN_PREFIX + self.client.id
-        self._size, self._size_at = 0, 0.0
+        self._threads_seen, self._seen_at, self._seen_lock = 0, 0.0, threading.Lock()
         try:
             self._wait_for_threads(workers or 1)
             self._start_graders(hide, limits)
         except BaseException:
-            self.client.close()
+            self.close()  # the sandboxes started on the workers that could start theirs, too
             raise
         self.in_flight = max(self.size, workers or 0)
 
@@ -195,6 +201,9 @@ class DaskPool:
                                sandbox.default_hidden(hide), limits)
         try:  # every worker starts its sandboxes now; the first failure comes back here
             self.client.register_plugin(plugin, name=self.name)
+        except OSError as exc:  # (CommClosedError)
+            raise sandbox.SetupError(f"lost the connection to the Dask scheduler at {self.address} (is it running?) "
+                                     f"while the workers started their sandboxed graders ({_one_line(exc)})") from None
         except Exception as exc:
             raise sandbox.SetupError(_one_line(exc) if isinstance(exc, sandbox.SetupError) else (
                 f"the Dask workers could not start their sandboxed graders ({type(exc).__name__}: {_one_line(exc)}); "
@@ -220,12 +229,17 @@ class DaskPool:
     def _threads(self) -> int:
         return sum(self.client.nthreads().values())
 
+    def _threads_lately(self) -> int:
+        """The cluster's threads, asked of the scheduler at most every few seconds whatever the threads asking."""
+        with self._seen_lock:
+            if time.monotonic() - self._seen_at > POLL_SECONDS:
+                self._threads_seen, self._seen_at = self._threads(), time.monotonic()
+            return self._threads_seen
+
     @property
     def size(self) -> int:
-        """The threads of the cluster's workers (at least 1), asked of the scheduler at most every few seconds."""
-        if time.monotonic() - self._size_at > POLL_SECONDS:
-            self._size, self._size_at = max(1, self._threads()), time.monotonic()
-        return self._size
+        """The threads of the cluster's workers (at least 1), refreshed as workers come and go."""
+        return max(1, self._threads_lately())
 
     def describe(self) -> str:
         """'2 workers, 8 threads (tcp://10.0.0.7:40321, ...)': for the log."""
@@ -236,6 +250,15 @@ class DaskPool:
 
     def run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
         """One notebook's plan on some worker of the cluster: (its raw results, how it ended)."""
+        try:
+            return self._run(plan, timeout)
+        except sandbox.SetupError:
+            raise
+        except Exception as exc:  # from the worker or the connection: the cluster's trouble, never the notebook's
+            raise sandbox.SetupError(f"grading on the Dask cluster at {self.address} failed ({type(exc).__name__}: "
+                                     f"{_one_line(exc)})") from None
+
+    def _run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
         for _ in range(RESUBMIT + 1):
             future = self.client.submit(run_plan, self.name, plan, timeout, pure=False)
             try:
@@ -258,33 +281,35 @@ class DaskPool:
             try:
                 data, ended = future.result(timeout=POLL_SECONDS)
             except TimeoutError:
-                if self.client.status not in ("running", "connecting"):
-                    raise sandbox.SetupError(f"lost the Dask scheduler at {self.address}: grading cannot go on") from None
-                if self.client.status == "running" and self._threads() == 0:
-                    alone_since = alone_since or time.monotonic()
-                    if time.monotonic() - alone_since > WORKERS_SECONDS:
-                        raise sandbox.SetupError(
-                            f"no Dask worker has been connected to {self.address} for {WORKERS_SECONDS:g} s: start "
-                            f"workers (`dask worker {self.address}`), then run autograde again") from None
-                else:
-                    alone_since = None
+                alone_since = self._watch(alone_since)
                 continue
-            except (KilledWorker, CancelledError, sandbox.SetupError):
-                raise
-            except Exception as exc:  # anything else from the worker is the cluster's problem, never the notebook's
-                raise sandbox.SetupError(f"grading on the Dask cluster at {self.address} failed: "
-                                         f"{type(exc).__name__}: {_one_line(exc)}") from None
             if not isinstance(data, bytes) or not isinstance(ended, local.TaskOutcome):
                 raise sandbox.SetupError(f"a Dask worker of {self.address} answered something else than results")
             return data, ended
+
+    def _watch(self, alone_since: float | None) -> float | None:
+        """While a notebook waits: stop when the scheduler is gone or no worker has been left for too long."""
+        status = self.client.status
+        if status not in ("running", "connecting"):
+            raise sandbox.SetupError(f"lost the connection to the Dask scheduler at {self.address} (is it running?)")
+        try:
+            threads = self._threads_lately() if status == "running" else None
+        except OSError:  # the connection just broke: Dask cancels the future next, then reconnects or closes
+            return alone_since
+        if threads != 0:
+            return None
+        alone_since = alone_since or time.monotonic()
+        if time.monotonic() - alone_since > WORKERS_SECONDS:
+            raise sandbox.SetupError(f"no Dask worker has been connected to {self.address} for {WORKERS_SECONDS:g} s: "
+                                     f"start workers (`dask worker {self.address}`)")
+        return alone_since
 
     def _reconnected(self) -> None:
         deadline = time.monotonic() + 60
         while self.client.status == "connecting" and time.monotonic() < deadline:
             time.sleep(0.2)
         if self.client.status != "running":
-            raise sandbox.SetupError(f"lost the connection to the Dask scheduler at {self.address}: grading cannot "
-                                     "go on; check the scheduler, then run autograde again (it grades the rest)")
+            raise sandbox.SetupError(f"lost the connection to the Dask scheduler at {self.address} (is it running?)")
 
     def close(self) -> None:
         """Stop the workers' sandboxed graders started for this run, and disconnect."""

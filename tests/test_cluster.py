@@ -286,6 +286,66 @@ def test_a_worker_killed_in_the_middle_of_a_class_costs_no_student_anything(loop
 
 @pytest.mark.slow
 @needs_sandbox
+def test_a_scheduler_lost_in_the_middle_of_a_class_stops_grading_and_charges_nobody(workdir, template):
+    """A cluster of its own (the module's stays up): its scheduler is SIGKILLed once nbgrader has recorded a
+    student. Autograde stops with one line; what was recorded before is right; nobody is charged."""
+    root = workdir / "demo-scheduler-lost"
+    _demo_course(root, template)
+    folder = Path(tempfile.mkdtemp(prefix="dask-lost-"))
+    own = None
+    try:
+        own = Loopback(folder)
+        own.add_worker("w1")
+        env = {**_on(own.address), "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "3s"}
+        with open(folder / "autograde.out", "w") as out:
+            autograde = subprocess.Popen([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)],
+                                        cwd=course.REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 300
+            while len(_graded_lines(_read(root / course.LOG_NAME))) < 3:  # a first student recorded
+                assert autograde.poll() is None and time.monotonic() < deadline, _read(folder / "autograde.out")
+                time.sleep(0.2)
+            own.client.close()
+            own.kill("scheduler")
+            killed = time.monotonic()
+            autograde.wait(timeout=300)
+            stopped_after = time.monotonic() - killed
+        finally:
+            if autograde.poll() is None:
+                os.killpg(autograde.pid, signal.SIGKILL)
+                autograde.wait()
+        out = _read(folder / "autograde.out")
+    finally:
+        if own is not None:
+            for name in list(own.processes):
+                own.kill(name)
+        shutil.rmtree(folder, ignore_errors=True)
+    assert autograde.returncode != 0, out
+    errors = [line for line in out.splitlines() if line.strip().startswith("error:")]
+    assert len(errors) == 1 and f"lost the connection to the Dask scheduler at {own.address}" in errors[0], out
+    assert stopped_after < 60, f"autograde took {stopped_after:.0f} s to stop after the scheduler was lost"
+    log = _read(root / course.LOG_NAME)
+    recorded = _graded_lines(log)
+    assert recorded and len(recorded) == len(set(recorded)), log[-3000:]
+    verdicts = _verdicts(root)
+    charged = {name: data["problem"] for name, data in verdicts.items() if data.get("problem")}
+    assert not charged, f"charged to students for the lost scheduler: {charged}"
+    expected = expected_scores()
+    scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
+    finished = {name.split("/")[0] for name in recorded
+                if sum(r.startswith(name.split("/")[0] + "/") for r in recorded) == 3}
+    assert finished, f"no student was finished before the scheduler was lost: {recorded}"
+    for student in finished:
+        assert {e: got for e, (got, _) in scores[student].items()} == expected[student], student
+
+
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+@pytest.mark.slow
+@needs_sandbox
 def test_a_worker_running_another_grader_package_stops_grading_before_anything_is_recorded(loopback, workdir,
                                                                                           template):
     copy = Path(tempfile.mkdtemp(prefix="other-grader-"))
@@ -398,8 +458,11 @@ class _Client:
 
 
 def _pool_over(client) -> cluster.DaskPool:
+    import threading
+
     pool = cluster.DaskPool.__new__(cluster.DaskPool)
     pool.client, pool.address, pool.name = client, "tcp://127.0.0.1:1", "grader-sandboxes-test"
+    pool._threads_seen, pool._seen_at, pool._seen_lock = 0, 0.0, threading.Lock()
     return pool
 
 
@@ -422,5 +485,5 @@ def test_workers_dying_again_and_again_stop_grading_as_a_setup_problem():
 
 def test_an_error_on_a_worker_is_a_setup_problem_never_a_score():
     client = _Client([ModuleNotFoundError("No module named 'grader'")])
-    with pytest.raises(sandbox.SetupError, match="grading on the Dask cluster at .* failed: ModuleNotFoundError"):
+    with pytest.raises(sandbox.SetupError, match=r"grading on the Dask cluster at .* failed \(ModuleNotFoundError"):
         _pool_over(client).run([{"kind": "code"}], 10)
