@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from distributed import Client, WorkerPlugin, get_worker
+from distributed.comm import get_address_host_port
 from distributed.scheduler import KilledWorker
 
 from . import pool as local, sandbox
@@ -161,6 +162,11 @@ class DaskPool:
         self.address = scheduler_address(scheduler)
         if not self.address:
             raise sandbox.SetupError(f"no Dask scheduler given (c.TrustedExecute.scheduler or ${ENV})")
+        try:
+            get_address_host_port(self.address)  # (a Client half-made from a malformed one hangs at exit)
+        except ValueError as exc:
+            raise sandbox.SetupError(f"{self.address!r} (c.TrustedExecute.scheduler or ${ENV}) is not a Dask "
+                                     f"scheduler's address ({exc}): write it as tcp://host:8786") from None
         try:
             self.client = Client(self.address, set_as_default=False)
         except Exception as exc:  # OSError, TimeoutError, ValueError for a malformed address

@@ -415,6 +415,12 @@ def test_an_unreachable_scheduler_is_a_setup_error_naming_it(monkeypatch):
         dask.config.refresh()
 
 
+@pytest.mark.parametrize("address", ["nonsense", "tcp://host-without-port", "inproc://x"])
+def test_a_malformed_scheduler_address_is_a_setup_error_saying_how_to_write_it(address):
+    with pytest.raises(sandbox.SetupError, match="is not a Dask scheduler's address .*write it as tcp://host:8786"):
+        cluster.DaskPool(hide=[], scheduler=address)
+
+
 def test_the_scheduler_setting_comes_first_then_the_environment(monkeypatch):
     from grader.nbgrader_plugins import TrustedExecute
 
