@@ -29,13 +29,17 @@ import pytest
 from grader import cluster, course, pool as local, sandbox
 # The adversarial corpus's end-to-end tests, imported to be collected here too: with this module's `classroom`,
 # every class of tests/adversarial/ is graded through Dask, and every expectation of test_adversarial.py holds.
-from test_adversarial import (AVAILABLE, STUDENTS, WHY, GradedClass, _ids, _template, grade_class,  # noqa: F401
-                              test_after_grading, test_each_student_gets_the_points_its_code_deserves,
-                              test_flagged_students_are_flagged_and_controls_never,
-                              test_the_class_is_graded_in_time_without_errors_and_submissions_unchanged)
+# (The time bounds are asserted below, with a margin for the Dask processes on this machine.)
+from test_adversarial import (AVAILABLE, CLASSES, STUDENTS, WHY, GradedClass, _ids, _template,  # noqa: F401
+                              grade_class, students_of, test_after_grading,
+                              test_each_student_gets_the_points_its_code_deserves,
+                              test_flagged_students_are_flagged_and_controls_never)
 from test_course import expected_scores
 
 needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
+# The scheduler, two workers and their nannies share this machine's 2 cores with the sandboxes and the judge (on a
+# real cluster they have machines of their own): a notebook or a class may take this much longer than its bound.
+LOOPBACK_SLOWDOWN = 1.5
 DASK = Path(sys.executable).with_name("dask")
 STARTUP_SECONDS = 60  # a scheduler or a worker on a loaded 2-core machine
 
@@ -50,7 +54,10 @@ class Loopback:
     def __init__(self, folder: Path):
         self.folder = folder
         self.processes: dict[str, subprocess.Popen] = {}
+        self.client = None
         self.scheduler_file = folder / "scheduler.json"
+
+    def start(self) -> "Loopback":
         self._start("scheduler", [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                                   "--scheduler-file", str(self.scheduler_file)])
         deadline = time.monotonic() + STARTUP_SECONDS
@@ -62,6 +69,7 @@ class Loopback:
         from distributed import Client
 
         self.client = Client(self.address, set_as_default=False)
+        return self
 
     def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.folder / f"{name}.log", "w")
@@ -112,7 +120,8 @@ class Loopback:
 
     def close(self) -> None:
         try:
-            self.client.close()
+            if self.client is not None:
+                self.client.close()
         finally:
             for name in [n for n in self.processes if n != "scheduler"] + ["scheduler"]:
                 if name in self.processes:
@@ -123,15 +132,14 @@ class Loopback:
 def loopback():
     """A scheduler and two workers (`w1`, `w2`), for every test of this module; stopped whatever happens."""
     folder = Path(tempfile.mkdtemp(prefix="dask-loopback-"))
-    cluster_ = None
+    cluster_ = Loopback(folder)
     try:
-        cluster_ = Loopback(folder)
+        cluster_.start()
         for name in ("w1", "w2"):
             cluster_.add_worker(name)
         yield cluster_
     finally:
-        if cluster_ is not None:
-            cluster_.close()
+        cluster_.close()
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -165,7 +173,7 @@ def classroom(loopback, workdir, template):
             saved = os.environ.get(cluster.ENV)
             os.environ[cluster.ENV] = loopback.address  # course.nbgrader_env() passes it on to nbgrader
             try:
-                _GRADED[klass] = grade_class(klass, workdir / "adversarial", template)
+                _GRADED[klass] = grade_class(klass, workdir / "adversarial", template, LOOPBACK_SLOWDOWN)
             finally:
                 if saved is None:
                     os.environ.pop(cluster.ENV, None)
@@ -180,9 +188,6 @@ def classroom(loopback, workdir, template):
     _GRADED.clear()
 
 
-# The scheduler, the workers and their nannies share this machine's 2 cores with the sandboxes and the judge (on a
-# real cluster they have machines of their own): a notebook may take this much longer than its bound locally.
-LOOPBACK_SLOWDOWN = 1.25
 
 
 @pytest.mark.slow
@@ -194,6 +199,20 @@ def test_each_student_costs_at_most_its_bound_on_dask(classroom, klass, case):
     assert times, f"no grading time logged for {case.student}"
     bound = case.bound * LOOPBACK_SLOWDOWN
     assert all(s <= bound for s in times.values()), f"{case.student} took {times} (bound {bound:g} s on loopback)"
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("klass", CLASSES)
+def test_the_class_is_graded_on_dask_in_time_without_errors_and_submissions_unchanged(classroom, klass):
+    graded = classroom(klass)
+    bound = sum(case.bound for case in students_of(klass)) * LOOPBACK_SLOWDOWN
+    assert not graded.killed, f"nbgrader autograde did not finish in time ({bound:g} s and a little); it was killed"
+    assert graded.seconds <= bound, f"grading took {graded.seconds:.0f} s, more than the sum of the bounds ({bound:g} s)"
+    errors = [line for line in graded.log.splitlines() if "ERROR" in line]
+    assert graded.returncode == 0 and not errors, f"nbgrader exit code {graded.returncode}:\n" + "\n".join(errors[:20])
+    assert set(graded.scores) == {case.student for case in students_of(klass)}
+    assert graded.submitted_after == graded.submitted_before, "submitted notebooks changed during grading"
 
 
 # --- the demo class: Dask against the local pool ------------------------------------------------------------
@@ -308,9 +327,9 @@ def test_a_scheduler_lost_in_the_middle_of_a_class_stops_grading_and_charges_nob
     root = workdir / "demo-scheduler-lost"
     _demo_course(root, template)
     folder = Path(tempfile.mkdtemp(prefix="dask-lost-"))
-    own = None
+    own = Loopback(folder)
     try:
-        own = Loopback(folder)
+        own.start()
         own.add_worker("w1")
         env = {**_on(own.address), "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "3s"}
         with open(folder / "autograde.out", "w") as out:
@@ -333,9 +352,10 @@ def test_a_scheduler_lost_in_the_middle_of_a_class_stops_grading_and_charges_nob
                 autograde.wait()
         out = _read(folder / "autograde.out")
     finally:
-        if own is not None:
-            for name in list(own.processes):
-                own.kill(name)
+        if own.client is not None:
+            own.client.close()
+        for name in list(own.processes):
+            own.kill(name)
         shutil.rmtree(folder, ignore_errors=True)
     assert autograde.returncode != 0, out
     errors = [line for line in out.splitlines() if line.strip().startswith("error:")]
