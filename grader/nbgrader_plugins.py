@@ -151,7 +151,7 @@ from typing import Any  # noqa: E402
 from nbconvert.exporters import NotebookExporter  # noqa: E402
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output  # noqa: E402
 from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402
-from traitlets import Bool, Float, Int, List, Type  # noqa: E402
+from traitlets import Bool, Float, Int, List, Type, Unicode  # noqa: E402
 
 
 RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json
@@ -289,13 +289,12 @@ class SubmissionExporter(NotebookExporter):
             from nbgrader.converters.base import NbGraderException
 
             from . import runner, sandbox
-            from .messages import message, say
 
             plugin = TrustedExecute(parent=self)
             try:
                 _CLASSROOM.start(plugin, plugin._hide(converter.coursedir.db_url))
             except (sandbox.SetupError, runner.SandboxRefused) as exc:
-                self.log.error("%s %s", say("setup_failed", cause=_one_line(exc)), message("setup_failed").hint)
+                self.log.error("%s %s", *plugin.setup_problem("setup_failed", cause=_one_line(exc)))
                 raise NbGraderException(str(exc)) from None  # nbgrader exits 1; nothing was recorded
 
     def from_filename(self, filename: str, resources: Any = None, **kw: Any) -> tuple[Any, Any]:
@@ -435,11 +434,29 @@ class TrustedExecute(NbGraderPreprocessor):
                                          "Only for code you trust.").tag(config=True)
     parallel = Bool(True, help="Grade the whole class ahead, in a pool of sandboxed workers (one per core), "
                                "while nbgrader records the results one notebook at a time.").tag(config=True)
-    workers = Int(0, help="Sandboxed workers grading at once (0: one per core).").tag(config=True)
+    workers = Int(0, help="Sandboxed workers grading at once (0: one per core). With a Dask scheduler: wait "
+                          "until its workers have that many threads (0: one worker).").tag(config=True)
+    scheduler = Unicode("", help="Address of a Dask scheduler (e.g. 'tcp://host:8786'): notebooks then run in the "
+                                 "sandboxes of its Dask workers, on other machines, and are judged here. Empty: the "
+                                 "environment variable GRADER_SCHEDULER; both empty: this machine's own pool "
+                                 "(README: 'Grading on many machines').").tag(config=True)
     pool_class = Type("grader.pool.Pool", klass=object,
                       help="The pool of sandboxed workers: called as pool_class(hide=[...], workers=None or 1). "
                            "Raises grader.sandbox.SetupError when a worker never becomes ready. "
                            "For tests of the grading machinery only.").tag(config=True)
+
+    def scheduler_address(self) -> str:
+        """The Dask scheduler to grade on ("": this machine): the ``scheduler`` setting, else $GRADER_SCHEDULER."""
+        import os
+
+        return (self.scheduler or os.environ.get("GRADER_SCHEDULER", "")).strip()
+
+    def setup_problem(self, key: str, **fields: str) -> tuple[str, str]:
+        """(what happened, what to do) for a setup problem: of this machine's sandbox, or of the Dask cluster."""
+        from .messages import message, say
+
+        key = key + "_cluster" if self.scheduler_address() else key
+        return say(key, **fields), message(key).hint
 
     def _coursedir(self) -> Any:
         return getattr(getattr(getattr(self, "parent", None), "parent", None), "coursedir", None)
@@ -486,7 +503,7 @@ class TrustedExecute(NbGraderPreprocessor):
 
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         from . import runner, sandbox
-        from .messages import message, say
+        from .messages import say
 
         info = resources["nbgrader"]
         name = f"{info['student']}/{info['assignment']}/{info['notebook']}"
@@ -507,8 +524,8 @@ class TrustedExecute(NbGraderPreprocessor):
                                             _CLASSROOM.pool)
         except (sandbox.SetupError, runner.SandboxRefused) as exc:
             # nbgrader would blame this student and go on to fail every other one: stop the run instead
-            self.log.error("%s %s", say("setup_failed_midway", current=info["student"], cause=_one_line(exc)),
-                           message("setup_failed_midway").hint)
+            self.log.error("%s %s", *self.setup_problem("setup_failed_midway", current=info["student"],
+                                                        cause=_one_line(exc)))
             _CLASSROOM.close()
             coursedir = self._coursedir()
             if coursedir is not None:  # as nbgrader does for a failed student: a re-run then grades it again
@@ -610,7 +627,10 @@ class _Classroom:
 
         if self.pool is not None or self.unsandboxed:
             return
-        ok, why = sandbox.available()
+        from .pool import Pool
+
+        address = plugin.scheduler_address()
+        ok, why = (True, "") if address else sandbox.available()  # with Dask, the workers' sandboxes are checked
         if not ok:
             if not plugin.allow_unsandboxed:
                 raise runner.SandboxRefused(f"refusing to autograde without a sandbox: {why}. Set "
@@ -619,14 +639,21 @@ class _Classroom:
             return
         try:
             count = (plugin.workers or None) if plugin.parallel else 1
-            pool = plugin.pool_class(hide=hide, **({"workers": count} if count else {}))
+            if address and plugin.pool_class is Pool:
+                from .cluster import DaskPool
+
+                pool = DaskPool(hide=hide, workers=count, scheduler=address)
+                plugin.log.info("grading on the Dask cluster at %s: %s", address, pool.describe())
+            else:
+                pool = plugin.pool_class(hide=hide, **({"workers": count} if count else {}))
         except sandbox.SetupError:
             raise
         except Exception as exc:
             raise sandbox.SetupError(f"the pool of sandboxed workers could not start ({type(exc).__name__}: "
                                      f"{_one_line(exc)})") from exc
         self.pool = pool
-        self.executor = ThreadPoolExecutor(max_workers=getattr(pool, "size", 1))
+        # notebooks kept in flight: one per sandbox (a Dask cluster: its threads when grading starts)
+        self.executor = ThreadPoolExecutor(max_workers=getattr(pool, "in_flight", 0) or getattr(pool, "size", 1))
         atexit.register(self.close)
 
     def ahead(self, plugin: TrustedExecute, info: dict[str, Any], hide: list[Path]) -> Future | None:
