@@ -14,6 +14,13 @@ from grader.nbgrader_plugins import silence_harmless_warnings  # noqa: E402
 silence_harmless_warnings()
 
 c.CourseDirectory.course_id = "autograd-functions"
+# The gradebook: nbgrader's default (<course>/gradebook.db, SQLite) or, when GRADER_DB_URL is set, that database
+# (PostgreSQL: several nbgrader processes can write it at once, `make autograde JOBS=N`). Every nbgrader command
+# run with it set (autograde, feedback, export, formgrader) uses the same gradebook.
+import os  # noqa: E402
+
+if os.environ.get("GRADER_DB_URL", "").strip():
+    c.CourseDirectory.db_url = os.environ["GRADER_DB_URL"].strip()
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
 c.CourseDirectory.submitted_directory = "submitted"

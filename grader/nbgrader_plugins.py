@@ -124,6 +124,7 @@ class OverwriteReleasedCells(OverwriteCells):
 
 import atexit  # noqa: E402
 import copy  # noqa: E402
+import os  # noqa: E402
 import threading  # noqa: E402
 from concurrent.futures import Future, ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -458,12 +459,9 @@ class TrustedExecute(NbGraderPreprocessor):
         (folder / f"{info['notebook']}.json").write_text(json.dumps(result.as_dict(), indent=1), encoding="utf-8")
 
     def _hide(self, db_url: str) -> list[Path]:
-        root = self._course_root()
-        hide = [root] if root else []
-        db_path = str(db_url).removeprefix("sqlite:///")
-        if db_path and db_path != db_url:
-            hide.append(Path(db_path).resolve().parent)
-        return sorted(set(hide))
+        from .sandbox import course_hidden
+
+        return course_hidden(self._course_root(), db_url)
 
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         from . import runner, sandbox
@@ -477,11 +475,12 @@ class TrustedExecute(NbGraderPreprocessor):
             future = _CLASSROOM.ahead(self, info, hide) if self.parallel else _CLASSROOM.start(self, hide)
             unreadable = _CLASSROOM.unreadable.get(key)
             if unreadable:
-                _CLASSROOM.futures.pop(key, None)
+                if future is not None:
+                    future.cancel()
                 trusted = self._trusted_cells(info["db_url"], info["assignment"], info["notebook"])
                 result = _unreadable_result(name, trusted, unreadable)
-            elif future is not None and key in _CLASSROOM.futures:
-                result = _CLASSROOM.futures.pop(key).result()
+            elif future is not None:
+                result = future.result()
             else:
                 cells = runner.cells_to_run(nb, self._trusted_cells(info["db_url"], info["assignment"], info["notebook"]))
                 result = runner.grade_cells(name, cells, "the gradebook", self.timeout, self.allow_unsandboxed, hide,
@@ -569,14 +568,14 @@ def _write_verdicts(nb: Any, result: Any) -> None:
 
 
 class _Classroom:
-    """The class being autograded: one pool of sandboxed workers, every submission graded ahead of nbgrader."""
+    """The class being autograded: one pool of sandboxed workers, grading the class ahead of nbgrader (a
+    ``_Feeder`` per assignment hands the submissions to the pool, in nbgrader's order, a window ahead)."""
 
     def __init__(self) -> None:
         self.pool: Any = None
         self.unsandboxed = False  # no sandbox here, and the instructor allowed grading without one
-        self.futures: dict[tuple[str, str, str], Future] = {}
         self.unreadable: dict[tuple[str, str, str], str] = {}  # (student, assignment, notebook) -> why
-        self.started: set[str] = set()
+        self.feeders: dict[str, _Feeder] = {}  # assignment -> its feeder
         self.lock = threading.Lock()
         self.executor: ThreadPoolExecutor | None = None
 
@@ -587,6 +586,7 @@ class _Classroom:
             self._start(plugin, hide)
 
     def _start(self, plugin: TrustedExecute, hide: list[Path]) -> None:
+        from . import pool as pools
         from . import runner, sandbox
 
         if self.pool is not None or self.unsandboxed:
@@ -598,68 +598,196 @@ class _Classroom:
                                             "c.TrustedExecute.allow_unsandboxed = True only for trusted code.")
             self.unsandboxed = True
             return
+        count = (plugin.workers or None) if plugin.parallel else 1
         try:
-            count = (plugin.workers or None) if plugin.parallel else 1
-            pool = plugin.pool_class(hide=hide, **({"workers": count} if count else {}))
+            # the pool `python -m grader.nbgrader_job` started while nbgrader was starting, when it is the one
+            # this configuration asks for (else it is closed, and this one started)
+            pool = pools.take_early(hide, count) if plugin.pool_class is pools.Pool and \
+                not getattr(plugin, "scheduler", "") else None
+            if pool is None:
+                pools.discard_early()
+                pool = plugin.pool_class(hide=hide, **({"workers": count} if count else {}))
         except sandbox.SetupError:
             raise
         except Exception as exc:
             raise sandbox.SetupError(f"the pool of sandboxed workers could not start ({type(exc).__name__}: "
                                      f"{_one_line(exc)})") from exc
         self.pool = pool
-        self.executor = ThreadPoolExecutor(max_workers=getattr(pool, "size", 1))
-        atexit.register(self.close)
+        self.executor = ThreadPoolExecutor(max_workers=getattr(pool, "size", 1), thread_name_prefix="grader-ahead")
+        # Before the interpreter joins ThreadPoolExecutor threads at exit (threading's own exit hooks, which run
+        # before atexit's): grading left queued then (nbgrader stopped early) is cancelled, not waited for.
+        register = getattr(threading, "_register_atexit", atexit.register)
+        register(self.close)
 
     def ahead(self, plugin: TrustedExecute, info: dict[str, Any], hide: list[Path]) -> Future | None:
-        """On the first notebook of an assignment, start grading every submission of it in the pool."""
-        from . import runner
-
+        """The notebook nbgrader is about to record, graded ahead in the pool (its Future), or None when it was
+        not (unreadable, not of this assignment, or no pool): then it is graded on its own. On the first
+        notebook of an assignment, the class starts streaming into the pool."""
         with self.lock:
             self._start(plugin, hide)
             if self.pool is None:
                 return None
             assignment = info["assignment"]
-            if assignment in self.started:
-                return self.futures.get((info["student"], assignment, info["notebook"]))
-            self.started.add(assignment)
-            coursedir = plugin._coursedir()
-            root = plugin._course_root()
-            if coursedir is None or root is None:
-                return None
-            import glob
-
-            trusted: dict[str, dict[str, Any]] = {}
-            pattern = coursedir.format_path(coursedir.submitted_directory, coursedir.student_id, assignment)
-            for folder in sorted(glob.glob(pattern)):
-                student = Path(folder).parent.name
-                for path in sorted(Path(folder).glob("*.ipynb")):
-                    notebook_id = path.stem
-                    if notebook_id not in trusted:
-                        try:
-                            trusted[notebook_id] = plugin._trusted_cells(info["db_url"], assignment, notebook_id)
-                        except Exception:
-                            continue  # not a notebook of this assignment: nbgrader will say so
-                    # one file's problem stays with that file: nbgrader grades it on its own when it gets there
-                    try:
-                        cells = runner.cells_to_run(read_submission(path), trusted[notebook_id])
-                    except UnreadableSubmission:
-                        continue  # SubmissionExporter says why, when nbgrader reads it
-                    except Exception as exc:
-                        plugin.log.warning("%s/%s/%s: not graded ahead (%s: %s)", student, assignment, notebook_id,
-                                           type(exc).__name__, _one_line(exc))
-                        continue
-                    assert self.executor is not None
-                    self.futures[(student, assignment, notebook_id)] = self.executor.submit(
-                        runner.grade_cells, f"{student}/{assignment}/{notebook_id}", cells, "the gradebook",
-                        plugin.timeout, False, hide, self.pool)
-            return self.futures.get((info["student"], assignment, info["notebook"]))
+            feeder = self.feeders.get(assignment)
+            if feeder is None:
+                coursedir = plugin._coursedir()
+                if coursedir is None or plugin._course_root() is None:
+                    return None
+                feeder = self.feeders[assignment] = _Feeder(self, plugin, coursedir, info, hide)
+        return feeder.take(info["student"], info["notebook"])
 
     def close(self) -> None:
+        for feeder in list(self.feeders.values()):
+            feeder.stop()
         executor, pool, self.executor, self.pool = self.executor, self.pool, None, None
         if executor is not None:
             executor.shutdown(cancel_futures=True)
         if pool is not None:
             pool.close()
+
+
+class _Feeder:
+    """Streams one assignment's submissions into the pool, in the order nbgrader records them, at most
+    ``window`` notebooks ahead of nbgrader: the first notebook is graded at once (nothing is read before it
+    that scales with the class), the pool is kept busy, and a class of any size holds a bounded memory.
+
+    nbgrader goes through the submitted folders sorted by path, and a folder's notebooks sorted by name; a
+    notebook's place in that order is (folder path, file name). Students nbgrader leaves out are left out too
+    (``CourseDirectory.student_id_exclude``, or autograded before and not ``--force``d nor re-submitted since);
+    whatever nbgrader goes past without asking for it is dropped, and when nbgrader is ahead, the feeder
+    jumps to where nbgrader is."""
+
+    def __init__(self, classroom: _Classroom, plugin: TrustedExecute, coursedir: Any, info: dict[str, Any],
+                 hide: list[Path]) -> None:
+        self.classroom, self.plugin, self.coursedir, self.hide = classroom, plugin, coursedir, hide
+        self.assignment, self.db_url = info["assignment"], info["db_url"]
+        self.force = bool(getattr(getattr(getattr(plugin, "parent", None), "parent", None), "force", False))
+        self.excluded = set(filter(None, (coursedir.student_id_exclude or "").split(",")))
+        self.window = 4 * getattr(classroom.pool, "size", 1) + 4
+        self.cond = threading.Condition()
+        self.pending: dict[tuple[str, str], tuple[tuple[str, str], Future]] = {}  # (student, notebook) -> (place, future)
+        self.position: tuple[str, str] | None = None  # place of the last notebook handed over or passed
+        self.requested: tuple[str, str] | None = None  # place of the last notebook nbgrader asked for
+        self.done = self.stopped = False
+        self.thread = threading.Thread(target=self._run, name=f"grader-feeder-{self.assignment}", daemon=True)
+        self.thread.start()
+
+    def place(self, student: str, notebook_id: str) -> tuple[str, str]:
+        folder = self.coursedir.format_path(self.coursedir.submitted_directory, student, self.assignment)
+        return folder, f"{notebook_id}.ipynb"
+
+    def take(self, student: str, notebook_id: str) -> Future | None:
+        """The Future of this notebook (then no longer the feeder's), waiting until the feeder has got that far;
+        None when it was not graded ahead."""
+        place = self.place(student, notebook_id)
+        with self.cond:
+            self.requested = max(place, self.requested or place)
+            for key, (where, future) in list(self.pending.items()):  # nbgrader went past them: not needed
+                if where < place:
+                    future.cancel()
+                    del self.pending[key]
+            while not (self.done or self.stopped) and (self.position is None or self.position < place):
+                self.cond.wait()
+            entry = self.pending.pop((student, notebook_id), None)
+            self.cond.notify_all()
+        return entry[1] if entry else None
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            for _, future in self.pending.values():
+                future.cancel()
+            self.pending.clear()
+            self.cond.notify_all()
+
+    def _will_grade(self, folder: str, student: str) -> bool:
+        """Whether nbgrader autogrades this student's submission (its BaseConverter.init_destination)."""
+        if student in self.excluded:
+            return False
+        if self.force:
+            return True
+        dest = self.coursedir.format_path(self.coursedir.autograded_directory, student, self.assignment)
+        if not os.path.exists(dest):
+            return True
+        new, old = _timestamp(folder), _timestamp(dest)
+        return new is not None and old is not None and new > old
+
+    def _run(self) -> None:
+        import glob
+
+        from . import runner
+
+        trusted: dict[str, dict[str, Any]] = {}
+        try:
+            pattern = self.coursedir.format_path(self.coursedir.submitted_directory, self.coursedir.student_id,
+                                                 self.assignment)
+            for folder in sorted(glob.glob(pattern)):
+                student = Path(folder).parent.name
+                if not self._will_grade(folder, student):
+                    continue
+                for path in sorted(Path(folder).glob("*.ipynb")):
+                    notebook_id, place = path.stem, (folder, path.name)
+                    with self.cond:
+                        while not self.stopped and len(self.pending) >= self.window and \
+                                not (self.requested and place < self.requested):
+                            self.cond.wait()
+                        if self.stopped:
+                            return
+                        if self.requested and place < self.requested:  # nbgrader is past it already
+                            self.position = place
+                            self.cond.notify_all()
+                            continue
+                    future = self._submit(runner, trusted, student, notebook_id, path)
+                    with self.cond:
+                        if future is not None:
+                            self.pending[(student, notebook_id)] = (place, future)
+                        self.position = place
+                        self.cond.notify_all()
+        except Exception as exc:  # nbgrader grades the rest on its own, one notebook at a time
+            self.plugin.log.warning("grading ahead stopped (%s: %s); the rest is graded one notebook at a time",
+                                    type(exc).__name__, _one_line(exc))
+        finally:
+            with self.cond:
+                self.done = True
+                self.cond.notify_all()
+
+    def _submit(self, runner: Any, trusted: dict[str, dict[str, Any]], student: str, notebook_id: str,
+                path: Path) -> Future | None:
+        if notebook_id not in trusted:
+            try:
+                trusted[notebook_id] = self.plugin._trusted_cells(self.db_url, self.assignment, notebook_id)
+            except Exception:
+                trusted[notebook_id] = {}  # not a notebook of this assignment: nbgrader will say so
+        if not trusted[notebook_id]:
+            return None
+        name = f"{student}/{self.assignment}/{notebook_id}"
+        # one file's problem stays with that file: nbgrader grades it on its own when it gets there
+        try:
+            cells = runner.cells_to_run(read_submission(path), trusted[notebook_id])
+        except UnreadableSubmission:
+            return None  # SubmissionExporter says why, when nbgrader reads it
+        except Exception as exc:
+            self.plugin.log.warning("%s: not graded ahead (%s: %s)", name, type(exc).__name__, _one_line(exc))
+            return None
+        executor = self.classroom.executor
+        if executor is None:
+            return None
+        try:
+            return executor.submit(runner.grade_cells, name, cells, "the gradebook", self.plugin.timeout, False,
+                                   self.hide, self.classroom.pool)
+        except RuntimeError:  # shut down meanwhile
+            return None
+
+
+def _timestamp(folder: str) -> Any:
+    """The submission time in ``folder``/timestamp.txt (as nbgrader reads it), or None."""
+    from nbgrader.utils import parse_utc
+
+    try:
+        with open(os.path.join(folder, "timestamp.txt")) as f:
+            return parse_utc(f.read().strip())
+    except Exception:
+        return None
 
 
 _CLASSROOM = _Classroom()

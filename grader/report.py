@@ -2,6 +2,7 @@
 
     python -m grader.report                  # course in the current directory, after `nbgrader autograde`
     python -m grader.report --root .demo     # another course root
+    GRADER_DB_URL=postgresql+psycopg://... python -m grader.report   # a PostgreSQL gradebook (or --db URL)
 
 Reads nbgrader's gradebook (scores) and grader_results/ (the diagnoses and flags TrustedExecute saved), writes
 reports/class-report.html (plots embedded), reports/scores.csv (student × exercise),
@@ -272,12 +273,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("."), help="course root (holds gradebook.db)")
     parser.add_argument("--assignment", default="autograd")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <root>/reports)")
+    parser.add_argument("--db", default=None, help="the gradebook's URL (default: GRADER_DB_URL, else "
+                                                   "sqlite:///<root>/gradebook.db)")
     args = parser.parse_args(argv)
-    if not (args.root / "gradebook.db").exists():
+    from .course import gradebook_url
+
+    db_url = args.db or gradebook_url(args.root)
+    if db_url.startswith("sqlite:") and not (args.root / "gradebook.db").exists() and args.db is None:
         print(f"No gradebook.db in {args.root.resolve()}: run `make autograde` (nbgrader autograde) first.",
               file=sys.stderr)
         return 2
-    page = build(args.root, args.assignment, args.out or args.root / "reports")
+    page = build(args.root, args.assignment, args.out or args.root / "reports", db_url)
     print(f"Class report: {page}\n  scores:    {page.parent / 'scores.csv'}\n  diagnoses: {page.parent / 'diagnoses.csv'}"
           f"\n  flags:     {page.parent / 'flags.csv'}")
     line = flag_line(args.root, args.assignment, page.parent)
