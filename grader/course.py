@@ -115,13 +115,17 @@ def class_answers(students_file: Path, solutions: dict[str, str], mistakes_dir: 
 # --- scores --------------------------------------------------------------------------------------
 
 
-def gradebook_scores(db_url: str, assignment: str = ASSIGNMENT) -> dict[str, dict[str, tuple[float, float]]]:
-    """{student: {exercise: (score, max)}} from nbgrader's gradebook (autograded scores, manual overrides applied)."""
+def gradebook_scores(db_url: str, assignment: str = ASSIGNMENT,
+                     leave_out: set[str] = frozenset()) -> dict[str, dict[str, tuple[float, float]]]:  # type: ignore[assignment]
+    """{student: {exercise: (score, max)}} from nbgrader's gradebook (autograded scores, manual overrides applied),
+    for every student of the gradebook but those in ``leave_out``."""
     from nbgrader.api import Gradebook, MissingEntry
 
     table: dict[str, dict[str, tuple[float, float]]] = {}
     with Gradebook(db_url) as gb:
         for student in gb.students:
+            if student.id in leave_out:
+                continue
             try:
                 submission = gb.find_submission(assignment, student.id)
             except MissingEntry:
@@ -454,12 +458,13 @@ REFUSE_SQLITE = ("{jobs} nbgrader processes cannot share the SQLite gradebook {u
 
 
 def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, jobs: int | None = None,
-              db_url: str | None = None) -> int:
+              db_url: str | None = None, workers: int = 0) -> int:
     """`make autograde`: nbgrader autograde of everything in submitted/, with progress, then the table.
 
     With ``jobs`` > 1 (default: GRADER_JOBS, else 1), that many nbgrader processes autograde disjoint groups of
     students at once, writing one gradebook, which must then be a database server's (``db_url``, default:
-    GRADER_DB_URL): SQLite is refused."""
+    GRADER_DB_URL): SQLite is refused. ``workers``: sandboxed workers per process (default: the cores shared
+    out, or TrustedExecute's configuration with one process)."""
     root = root.resolve()
     db_url = db_url or gradebook_url(root)
     jobs = jobs or jobs_setting()
@@ -488,14 +493,19 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, job
         + ("nbgrader records them one by one" if len(groups) <= 1 else
            f"{len(groups)} nbgrader processes record them, sharing the gradebook {shown_url(db_url)}"))
     with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
-        scores_file = Path(scratch) / "scores.json"
-        run = _autograde_jobs(runner, assignment, force, groups, skipped, list(handed_in), total, Path(scratch))
+        run = _autograde_jobs(runner, assignment, force, groups, skipped, list(handed_in), total, Path(scratch),
+                              workers)
         graded, seconds, failed = run if groups else (0, 0.0, [])
         say(f"autograde: {graded}/{total} notebooks graded ({seconds:.0f} s)"
             + ("" if graded == total or force else "; the others were autograded before (run with --force to redo them)"))
-        table = None
-        if len(groups) == 1 and scores_file.is_file():  # read by nbgrader's process, after recording
-            table = {s: {e: tuple(v) for e, v in row.items()} for s, row in json.loads(scores_file.read_text()).items()}
+        table: dict[str, dict[str, tuple[float, float]]] | None = {}
+        for number in range(1, len(groups) + 1):  # each process read its students' scores after recording them
+            written = Path(scratch) / f"scores-{number}.json"
+            if table is None or not written.is_file():
+                table = None
+                continue
+            table.update({s: {e: (v[0], v[1]) for e, v in row.items()}
+                          for s, row in json.loads(written.read_text(encoding="utf-8")).items()})
     say("\n" + render_scores(table if table is not None else gradebook_scores(db_url, assignment)) + "\n")
     flagged = flag_line(root, assignment)
     if flagged:
@@ -511,12 +521,17 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, job
 
 
 def _autograde_jobs(runner: Nbgrader, assignment: str, force: bool, groups: list[list[str]], skipped: list[str],
-                    everyone: list[str], total: int, scratch: Path) -> tuple[int, float, list[Job]]:
+                    everyone: list[str], total: int, scratch: Path, workers: int = 0) -> tuple[int, float, list[Job]]:
     """Start one nbgrader process per group (``python -m grader.nbgrader_job``), wait for all; (notebooks graded,
     seconds, the jobs that failed)."""
     root, db_url = runner.root, runner.db_url
     on_cluster = bool(os.environ.get("GRADER_SCHEDULER", "").strip())  # a Dask cluster grades: no local pool
-    shares = worker_shares(os.cpu_count() or 1, len(groups)) if len(groups) > 1 and not on_cluster else [0] * len(groups)
+    if workers:
+        shares = [workers] * len(groups)
+    elif len(groups) > 1 and not on_cluster:
+        shares = worker_shares(os.cpu_count() or 1, len(groups))
+    else:
+        shares = [0] * len(groups)
     jobs: list[Job] = []
     for number, (group, workers) in enumerate(zip(groups, shares), 1):
         members = set(group)
@@ -525,7 +540,7 @@ def _autograde_jobs(runner: Nbgrader, assignment: str, force: bool, groups: list
         command = [sys.executable, "-m", "grader.nbgrader_job", "--root", str(root), "--db-url", db_url,
                    "--workers", str(workers), "--exclude", str(exclude),
                    *(["--no-early-pool"] if on_cluster else []),
-                   *(["--scores", str(scratch / "scores.json")] if len(groups) == 1 else []),
+                   "--scores", str(scratch / f"scores-{number}.json"),
                    "--", "autograde", assignment, *(["--force"] if force else [])]
         if len(groups) == 1:
             jobs.append(Job("", command, runner.log, group))
@@ -614,6 +629,8 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--db-url", default=None,
                    help="the gradebook, as nbgrader's CourseDirectory.db_url (default: GRADER_DB_URL, else "
                         "sqlite:///<course>/gradebook.db)")
+    a.add_argument("--workers", type=int, default=0,
+                   help="sandboxed workers per nbgrader process (default: the cores shared out between them)")
     s = sub.add_parser("scores", help="print scores per student and exercise from a gradebook")
     s.add_argument("--db", default=os.environ.get("GRADER_DB_URL", "").strip() or "sqlite:///gradebook.db",
                    help="the gradebook's URL (default: GRADER_DB_URL, else sqlite:///gradebook.db)")
@@ -625,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "autograde":
         if args.jobs is not None and args.jobs < 1:
             parser.error("--jobs needs 1 or more")
-        return autograde(args.root, force=args.force, jobs=args.jobs, db_url=args.db_url)
+        return autograde(args.root, force=args.force, jobs=args.jobs, db_url=args.db_url, workers=args.workers)
     say(render_scores(gradebook_scores(args.db)))
     flagged = flag_line(args.root or course_root(args.db))
     if flagged:

@@ -12,8 +12,8 @@ fixed costs taken off a class's first notebook:
   pool (``grader.pool.take_early``);
 * jsonschema's ``rfc3987_syntax`` is not imported: it builds a grammar for about a second at import, for the
   "iri" string formats, which nbformat never checks (it validates notebooks without a format checker);
-* with ``--scores FILE``, the table of scores is read from the gradebook here, where nbgrader's API is already
-  imported, and written to FILE as JSON: no second Python start for it.
+* with ``--scores FILE``, the scores of its students (all but the excluded ones) are read from the gradebook here,
+  where nbgrader's API is already imported, and written to FILE as JSON: no other Python start for the table.
 
 ``--exclude FILE`` names students (one per line) nbgrader leaves out (``CourseDirectory.student_id_exclude``,
 passed as configuration: a class's list may be longer than one command-line argument can be).
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     from traitlets.config import Config
 
     config = Config()
+    excluded: list[str] = []
     if args.exclude:
         excluded = [line.strip() for line in args.exclude.read_text(encoding="utf-8").splitlines() if line.strip()]
         config.CourseDirectory.student_id_exclude = ",".join(excluded)
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
         read = time.monotonic()
         try:
-            table = gradebook_scores(args.db_url, _assignment(nbgrader_args))
+            table = gradebook_scores(args.db_url, _assignment(nbgrader_args), leave_out=set(excluded))
         except Exception as exc:  # the run's own errors are in the log; the table is not there
             log(f"the scores could not be read from the gradebook: {type(exc).__name__}: {exc}")
         else:

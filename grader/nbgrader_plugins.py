@@ -136,7 +136,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402
 from traitlets import Bool, Float, Int, List, Type  # noqa: E402
 
 
-RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json
+from .report import RESULTS_DIR  # noqa: E402 (<course root>/grader_results/<assignment>/<student>/<notebook>.json)
 MAX_NOTEBOOK_BYTES = 100 * 2**20  # a submission larger than this is not read
 
 

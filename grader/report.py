@@ -25,6 +25,8 @@ from typing import Any
 
 
 Scores = dict[str, dict[str, tuple[float, float]]]  # student -> exercise -> (score, max)
+RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json: what
+# TrustedExecute saw in each notebook (verdicts, diagnoses, flags), written while autograding
 
 
 @dataclass
@@ -241,7 +243,6 @@ th {{ background: #f3f3f3; }} img {{ max-width: 100%; }} small {{ color: #666; }
 def build(root: Path, assignment: str, out: Path, db_url: str | None = None) -> Path:
     """Write the report for the course in ``root``; return the HTML page's path."""
     from .course import gradebook_scores
-    from .nbgrader_plugins import RESULTS_DIR
 
     scores = gradebook_scores(db_url or f"sqlite:///{(root / 'gradebook.db').resolve()}", assignment)
     diagnoses = diagnoses_from_results(root / RESULTS_DIR, assignment)
@@ -258,7 +259,6 @@ def build(root: Path, assignment: str, out: Path, db_url: str | None = None) -> 
 def flag_line(root: Path, assignment: str, out: Path | None = None) -> str:
     """'N submission(s) flagged for review: see reports/flags.csv' (writing that file), or '' when none."""
     from .messages import say
-    from .nbgrader_plugins import RESULTS_DIR
 
     flags = flags_from_results(root / RESULTS_DIR, assignment)
     if not flags:
