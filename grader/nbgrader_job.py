@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             log(f"sandboxed workers started at {early['started'] - STARTED:.2f} s, ready at "
                 f"{early['ready'] - STARTED:.2f} s, asked for by nbgrader at {early['taken'] - STARTED:.2f} s "
                 "(seconds after this process started)")
-        log(f"nbgrader finished {finished - STARTED:.2f} s after this process started; sandboxed workers closed "
-            f"in {time.monotonic() - finished:.2f} s")
+        log(f"nbgrader finished {finished - STARTED:.2f} s after this process started, having used {time.process_time():.2f} s "
+            f"of CPU (its threads included); sandboxed workers closed in {time.monotonic() - finished:.2f} s")
     if args.scores:
         from .course import gradebook_scores
 

@@ -95,23 +95,21 @@ class OverwriteReleasedCells(OverwriteCells):
     cell is exactly as released. Either way the instructor's cell is put back, as nbgrader does."""
 
     def preprocess_cell(self, cell: Any, resources: Any, cell_index: int) -> tuple[Any, Any]:
-        self._as_released = self._is_as_released(cell)
+        self._as_released = self._is_as_released(cell, resources)
         return super().preprocess_cell(cell, resources, cell_index)
 
-    def _is_as_released(self, cell: Any) -> bool:
+    def _is_as_released(self, cell: Any, resources: Any) -> bool:
         from nbgrader.api import MissingEntry
-        from nbgrader.preprocessors import ClearHiddenTests
 
         grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if grade_id is None:
             return False
         try:
-            source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            released = instructor_notebook(resources["nbgrader"]["db_url"], self.assignment_id,
+                                           self.notebook_id).released().get(grade_id)
         except MissingEntry:
             return False
-        released = nbformat.v4.new_code_cell(source.source)
-        ClearHiddenTests(parent=self)._remove_hidden_test_region(released)
-        return cell.get("source", "") == released.source
+        return released is not None and cell.get("source", "") == released
 
     def report_change(self, name: str, attr: str, old: Any, new: Any) -> None:
         if attr == "checksum" and getattr(self, "_as_released", False):
@@ -138,6 +136,60 @@ from traitlets import Bool, Float, Int, List, Type  # noqa: E402
 
 from .report import RESULTS_DIR  # noqa: E402 (<course root>/grader_results/<assignment>/<student>/<notebook>.json)
 MAX_NOTEBOOK_BYTES = 100 * 2**20  # a submission larger than this is not read
+
+
+# --- the instructor's notebooks, as the gradebook holds them ----------------------------------------------------
+
+
+class InstructorNotebook:
+    """One notebook of an assignment as the gradebook holds it (its cells, points, kernelspec): read once per
+    process, since it does not change while a class is autograded (every plugin used to query the gradebook for it
+    again, for every student: a quarter of nbgrader's own time per notebook)."""
+
+    def __init__(self, notebook: Any) -> None:
+        import json
+
+        self.points = {g.name: g.max_score for g in notebook.grade_cells}
+        self.code_grades = {g.name for g in notebook.grade_cells if g.cell_type == "code"}
+        self.solutions = {c.name for c in notebook.solution_cells}
+        self.tasks = {t.name: t.max_score for t in notebook.task_cells}
+        self.kernelspec = json.loads(notebook.kernelspec) if notebook.kernelspec else None
+        # (name, cell type, source, locked, checksum), in the gradebook's order
+        self.source_cells = [(c.name, c.cell_type, c.source, bool(c.locked), c.checksum) for c in notebook.source_cells]
+        self._released: dict[str, str] | None = None
+
+    def known(self) -> set[str]:
+        return {name for name, *_ in self.source_cells}
+
+    def released(self) -> dict[str, str]:
+        """grade_id -> the source of each code cell as students received it (hidden tests removed)."""
+        if self._released is None:
+            from nbgrader.preprocessors import ClearHiddenTests
+
+            clear = ClearHiddenTests()
+            released = {}
+            for name, cell_type, source, *_ in self.source_cells:
+                cell = nbformat.v4.new_code_cell(source)
+                clear._remove_hidden_test_region(cell)
+                released[name] = cell.source
+            self._released = released
+        return self._released
+
+
+_INSTRUCTOR: dict[tuple[str, str, str], InstructorNotebook] = {}
+
+
+def instructor_notebook(db_url: str, assignment: str, notebook_id: str) -> InstructorNotebook:
+    """The gradebook's ``notebook_id`` of ``assignment`` (nbgrader's MissingEntry when it has none), read once."""
+    key = (str(db_url), assignment, notebook_id)
+    found = _INSTRUCTOR.get(key)
+    if found is None:
+        from nbgrader.api import Gradebook
+
+        with Gradebook(db_url) as gb:
+            found = InstructorNotebook(gb.find_notebook(notebook_id, assignment))
+        _INSTRUCTOR[key] = found
+    return found
 
 
 # --- submissions nbgrader cannot read -------------------------------------------------------------------
@@ -220,34 +272,25 @@ def _json_type(value: Any) -> str:
 def placeholder_notebook(db_url: str, assignment: str, notebook_id: str, reason: str) -> Any:
     """Stands for an unreadable submission: the instructor's cells as released (from the gradebook), after a
     notice saying why; nbgrader then puts back and records every test cell, each failed with ``reason``."""
-    import json
-
-    from nbgrader.api import Gradebook
-
     from .messages import message, say
 
     cells = [new_markdown_cell(say("unreadable_notice", reason=reason) + " " + message("unreadable_notice").hint)]
-    with Gradebook(db_url) as gb:
-        notebook = gb.find_notebook(notebook_id, assignment)
-        points = {g.name: g.max_score for g in notebook.grade_cells}
-        solutions = {c.name for c in notebook.solution_cells}
-        tasks = {t.name: t.max_score for t in notebook.task_cells}
-        kernelspec = json.loads(notebook.kernelspec) if notebook.kernelspec else None
-        for source in notebook.source_cells:
-            meta: dict[str, Any] = {"grade_id": source.name, "grade": source.name in points,
-                                    "solution": source.name in solutions, "locked": bool(source.locked),
-                                    "schema_version": 3}
-            if source.name in points:
-                meta["points"] = points[source.name]
-            if source.name in tasks:
-                meta.update(task=True, points=tasks[source.name])
-            if source.checksum:
-                meta["checksum"] = source.checksum
-            make = new_code_cell if source.cell_type == "code" else new_markdown_cell
-            cells.append(make(source.source, metadata={"nbgrader": meta}))
+    notebook = instructor_notebook(db_url, assignment, notebook_id)
+    points, tasks = notebook.points, notebook.tasks
+    for name, cell_type, source, locked, checksum in notebook.source_cells:
+        meta: dict[str, Any] = {"grade_id": name, "grade": name in points, "solution": name in notebook.solutions,
+                                "locked": locked, "schema_version": 3}
+        if name in points:
+            meta["points"] = points[name]
+        if name in tasks:
+            meta.update(task=True, points=tasks[name])
+        if checksum:
+            meta["checksum"] = checksum
+        make = new_code_cell if cell_type == "code" else new_markdown_cell
+        cells.append(make(source, metadata={"nbgrader": meta}))
     nb = new_notebook(cells=cells)
-    if kernelspec:
-        nb.metadata["kernelspec"] = kernelspec
+    if notebook.kernelspec:
+        nb.metadata["kernelspec"] = notebook.kernelspec
     return nb
 
 
@@ -330,11 +373,8 @@ class SubmissionExporter(NotebookExporter):
 def _foreign(nb: Any, db_url: str, assignment: str, notebook_id: str) -> str:
     """Why a readable notebook is not this course's ``notebook_id`` (none of its cells is one of the exercise or
     test cells the gradebook knows for it), or ""."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(db_url) as gb:
-        notebook = gb.find_notebook(notebook_id, assignment)
-        ours = {c.name for c in notebook.grade_cells} | {c.name for c in notebook.solution_cells}
+    notebook = instructor_notebook(db_url, assignment, notebook_id)
+    ours = set(notebook.points) | notebook.solutions
     theirs = {str(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")) for cell in nb.cells
               if isinstance(cell.get("metadata", {}).get("nbgrader"), dict)}
     if not ours or not nb.cells or theirs & ours:  # (an empty notebook: nbgrader's sanitizing says so, below)
@@ -363,11 +403,8 @@ class ForgetUnknownCells(NbGraderPreprocessor):
     back by OverwriteCells (add_missing_cells) and graded as usual."""
 
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        from nbgrader.api import Gradebook
-
         info = resources["nbgrader"]
-        with Gradebook(info["db_url"]) as gb:
-            known = {c.name for c in gb.find_notebook(info["notebook"], info["assignment"]).source_cells}
+        known = instructor_notebook(info["db_url"], info["assignment"], info["notebook"]).known()
         for cell in nb.cells:
             meta = cell.get("metadata", {})
             grade_id = meta.get("nbgrader", {}).get("grade_id")
@@ -375,6 +412,59 @@ class ForgetUnknownCells(NbGraderPreprocessor):
                 self.log.warning("cell %r is not in the gradebook (renamed?): graded as plain code", grade_id)
                 del meta["nbgrader"]
         return nb, resources
+
+
+class CheckCellMetadata(NbGraderPreprocessor):
+    """nbgrader's CheckCellMetadata, with the schema compiled once: nbgrader's checks each cell with
+    ``jsonschema.validate``, which first checks the schema itself against JSON Schema's meta-schema, every time
+    (a seventh of nbgrader's own time per notebook, for a schema that never changes). Same checks, same errors."""
+
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        import traceback
+
+        from nbgrader.nbgraderformat import ValidationError
+
+        try:
+            _metadata_validator().validate_nb(nb)
+        except ValidationError:
+            self.log.error(traceback.format_exc())
+            msg = "Notebook failed to validate; the nbgrader metadata may be corrupted."
+            self.log.error(msg)
+            raise ValidationError(msg)
+        return nb, resources
+
+
+_METADATA_VALIDATOR: list[Any] = []
+
+
+def _metadata_validator() -> Any:
+    """nbgrader's MetadataValidator whose cells are checked by one compiled jsonschema validator."""
+    if not _METADATA_VALIDATOR:
+        import jsonschema
+        from nbgrader.nbgraderformat import MetadataValidator, SchemaTooNewError, SchemaTooOldError
+
+        class CompiledMetadataValidator(MetadataValidator):
+            def __init__(self) -> None:
+                super().__init__()
+                jsonschema.validators.validator_for(self.schema).check_schema(self.schema)  # once
+                self.compiled = jsonschema.validators.validator_for(self.schema)(self.schema)
+
+            def validate_cell(self, cell: Any) -> None:  # nbgrader's, but for the compiled schema
+                if "nbgrader" not in cell.metadata:
+                    return
+                schema = cell.metadata["nbgrader"].get("schema_version", 0)
+                if schema < self.schema_version:
+                    raise SchemaTooOldError(f"Outdated schema version: {schema} (expected {self.schema_version})",
+                                            schema, self.schema_version)
+                if schema > self.schema_version:
+                    raise SchemaTooNewError(f"Schema version is too new: {schema} (expected {self.schema_version})",
+                                            schema, self.schema_version)
+                error = jsonschema.exceptions.best_match(self.compiled.iter_errors(cell.metadata["nbgrader"]))
+                if error is not None:
+                    raise error
+
+        _METADATA_VALIDATOR.append(CompiledMetadataValidator())
+    return _METADATA_VALIDATOR[0]
 
 
 class HideHiddenTests(NbGraderPreprocessor):
@@ -433,18 +523,15 @@ class TrustedExecute(NbGraderPreprocessor):
     @staticmethod
     def _trusted_cells(db_url: str, assignment: str, notebook_id: str) -> dict[str, Any]:
         """grade_id -> the instructor's test and locked cells, from the gradebook (hidden tests included)."""
-        from nbgrader.api import Gradebook
-
         cells: dict[str, Any] = {}
-        with Gradebook(db_url) as gb:
-            notebook = gb.find_notebook(notebook_id, assignment)
-            points = {g.name: g.max_score for g in notebook.grade_cells if g.cell_type == "code"}
-            for source in notebook.source_cells:
-                if source.cell_type != "code" or not (source.locked or source.name in points):
-                    continue
-                meta = {"grade_id": source.name, "locked": bool(source.locked), "grade": source.name in points,
-                        "points": points.get(source.name, 0), "solution": False}
-                cells[source.name] = new_code_cell(source.source, metadata={"nbgrader": meta})
+        notebook = instructor_notebook(db_url, assignment, notebook_id)
+        points = {name: notebook.points[name] for name in notebook.code_grades}
+        for name, cell_type, source, locked, _ in notebook.source_cells:
+            if cell_type != "code" or not (locked or name in points):
+                continue
+            meta = {"grade_id": name, "locked": locked, "grade": name in points, "points": points.get(name, 0),
+                    "solution": False}
+            cells[name] = new_code_cell(source, metadata={"nbgrader": meta})
         return cells
 
     def _save(self, result: Any, info: dict[str, Any]) -> None:

@@ -6,7 +6,8 @@
 * A re-run without --force grades only the new submissions (stock nbgrader skips the others; grading them ahead
   anyway cost the pool's time, and once hung nbgrader's exit on the work left queued).
 * One student's notebooks cost at most 4 s more than grading them in a warm pool; measured back to back in the
-  same test, the best of three tries (a loaded machine slows both), with what makes it so checked in the log:
+  same test, the best of three tries, the 4 s scaled by how much slower than a quiet core the machine runs at the
+  time (others' load slows CPU work, and fixed costs are CPU work); with what makes it so checked in the log:
   nbgrader's process is the only Python started (it reads the score table too), and the sandboxed workers start
   before nbgrader is even imported.
 """
@@ -218,6 +219,15 @@ def _warm_seconds(pool, root: Path, student: str) -> float:
     return seconds
 
 
+def _slowdown() -> float:
+    """How much slower than on a quiet core this process runs now (others' load): the wall time over the CPU time of
+    half a second of busy work, at least 1. Fixed costs are CPU work: on a loaded machine they take that much longer."""
+    wall, cpu = time.monotonic(), time.process_time()
+    while time.process_time() - cpu < 0.5:
+        sum(range(10_000))
+    return max(1.0, (time.monotonic() - wall) / (time.process_time() - cpu))
+
+
 @pytest.mark.slow
 @needs_sandbox
 def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp_path):
@@ -232,17 +242,19 @@ def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp
     with Pool(hide=[root]) as pool:
         for _ in range(3):
             warm = _warm_seconds(pool, root, "ada")
+            slowdown = _slowdown()
             started = time.monotonic()
             done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root), "--force"],
                                   cwd=course.REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, timeout=300)
             cold = time.monotonic() - started
+            slowdown = (slowdown + _slowdown()) / 2
             assert done.returncode == 0 and re.search(r"^ada .* 40/40$", done.stdout, re.M), done.stdout[-4000:]
-            tries.append((round(cold, 1), round(warm, 1)))
-            if cold - warm <= 4.0:
+            tries.append({"make autograde": round(cold, 1), "warm": round(warm, 1), "slowdown": round(slowdown, 2)})
+            if cold - warm <= 4.0 * slowdown:
                 break
-    assert min(cold - warm for cold, warm in tries) <= 4.0, \
-        f"one student: (make autograde, warm grading) in seconds, per try: {tries}"
+    assert any(t["make autograde"] - t["warm"] <= 4.0 * t["slowdown"] for t in tries), \
+        f"one student's notebooks cost more than 4 s (of a quiet machine) over grading them warm; seconds per try: {tries}"
 
     # why: one Python process besides `make autograde`'s own, which also reads the table; workers started first
     log = (root / course.LOG_NAME).read_text()
