@@ -1,21 +1,25 @@
 #!/usr/bin/env python
-"""Throughput and agreement: our trusted, parallel autograde versus stock nbgrader, on one synthetic class.
+"""Throughput and agreement: stock nbgrader versus `make autograde` in several setups, as one table.
 
-    .venv/bin/python benchmarks/autograde.py                       # 100 students x 3 notebooks, stock on 10 of them
-    .venv/bin/python benchmarks/autograde.py --students 40 --stock-students 5 --seed 7 --json result.json
+    .venv/bin/python benchmarks/autograde.py                            # classes of 1, 24 and 300 students
+    .venv/bin/python benchmarks/autograde.py --sizes 1,24 --stock-students 4 --seed 7 --json result.json
 
-1. Builds a synthetic class, deterministic from --seed: correct students (instructor answers and the
+1. Builds one synthetic class per size, deterministic from --seed: correct students (instructor answers and the
    correct alternatives of examples/alternatives), students with typical mistakes (examples/mistakes, plus a
    few made-up ones for notebook 1, which the catalogue does not cover), blank students and a few adversarial
    ones (see ADVERSARIAL; --infinite-loop adds one that never ends).
-2. Runs `nbgrader autograde` with the repository's config (grader.nbgrader_plugins.TrustedExecute) on the
-   whole class, and stock nbgrader (nbgrader's default preprocessors, i.e. nbgrader.preprocessors.Execute)
-   on a deterministic sample of --stock-students students, each in its own temporary course directory.
-3. Compares the two gradebooks per student x exercise: honest submissions must get the same score from both
-   (exit code 1 otherwise); differences on adversarial notebooks are printed, labelled, and are expected.
-   Our scores on honest submissions are also compared with what the catalogue's `# expect:` lines predict.
-4. Prints wall times, notebooks per second, the throughput ratio (ours / stock), CPU per notebook, and the
-   CPU other processes took meanwhile (a shared machine slows ours, which uses every core, most); --json.
+2. Times `make autograde` (python -m grader.course autograde) on each class: on 1 sandboxed worker, on all
+   cores, with JOBS=2 on a PostgreSQL gradebook (grader.postgres starts one), and through a loopback Dask
+   cluster (when grader.cluster exists); and stock nbgrader (nbgrader's default preprocessors, i.e.
+   nbgrader.preprocessors.Execute) on the 1-student class and on a sample of the largest class: stock's
+   start-up and cost per notebook are fitted on those two runs for the other sizes (marked ~).
+3. Compares the gradebooks per student x exercise: every setup of ours must agree with the others; honest
+   submissions must get the same score from ours and stock (exit code 1 otherwise); differences on adversarial
+   notebooks are printed, labelled, and are expected. Our scores on honest submissions are also compared with
+   what the catalogue's `# expect:` lines predict.
+4. Prints one table (notebooks per second, wall time and ratio to stock, per setup and class size), the CPU per
+   notebook, and the CPU other processes took meanwhile (a shared machine slows ours, which uses every core,
+   most); --json.
 """
 
 from __future__ import annotations
@@ -611,21 +615,21 @@ def cell(run: Run | None, stock_rate: float | None, estimated: bool = False, why
     if run is None:
         return why or "-"
     mark = "~" if estimated else ""
-    ratio = f"{run.per_second / stock_rate:5.1f}x" if stock_rate else "     -"
-    return f"{mark}{run.per_second:.2f}/s {mark}{run.wall_seconds:6.1f} s {ratio}"
+    ratio = f"{run.per_second / stock_rate:.1f}x" if stock_rate else "-"
+    return f"{(mark + f'{run.per_second:.2f}/s').rjust(7)} {(mark + f'{run.wall_seconds:.1f} s').rjust(9)} {ratio.rjust(6)}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1,24,300", help="class sizes, in students (default 1,24,300)")
-    parser.add_argument("--stock-students", type=int, default=10,
+    parser.add_argument("--stock-students", type=int, default=8,
                         help="students of the largest class graded by stock nbgrader too (a deterministic sample); "
                              "stock's cost per notebook is fitted on it and on the 1-student class (0: skip stock)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic classes and of the sample")
-    parser.add_argument("--adjudicate", type=int, default=5, metavar="N",
+    parser.add_argument("--adjudicate", type=int, default=3, metavar="N",
                         help="add to stock's sample up to N more students whose score (ours) differs from the "
-                             "catalogue's prediction, so that stock settles who is right (default 5)")
+                             "catalogue's prediction, so that stock settles who is right (default 3)")
     parser.add_argument("--jobs", type=int, default=2, help="nbgrader processes of the JOBS row (0: no such row)")
     parser.add_argument("--infinite-loop", action="store_true",
                         help="add an adversarial student whose notebook never ends (costs the timeout in both)")

@@ -263,4 +263,4 @@ def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp
     assert "scores of 1 students read from the gradebook" in log, log[-3000:]
     started_at = float(re.search(r"sandboxed workers started at ([\d.]+) s", log).group(1))
     imported_at = float(re.search(r"nbgrader imported at ([\d.]+) s", log).group(1))
-    assert started_at < 0.5 < imported_at, (started_at, imported_at)
+    assert started_at < imported_at / 4, f"workers started at {started_at} s, nbgrader imported at {imported_at} s"
