@@ -464,6 +464,16 @@ def run_command(run: Run, log_path: Path) -> Run:
     return run
 
 
+def nbgrader_cpu(root: Path) -> float:
+    """CPU seconds used by the course's nbgrader processes themselves (their threads, judging included), as
+    grader.nbgrader_job logs them: the rest of a run's CPU is the sandboxed workers' (and make autograde's own)."""
+    total = 0.0
+    for path in [root / course.LOG_NAME, *root.glob("nbgrader-job*.log")]:
+        if path.is_file():
+            total += sum(float(x) for x in re.findall(r"having used ([\d.]+) s of CPU", path.read_text(errors="replace")))
+    return total
+
+
 def count_trusted(root: Path) -> int:
     """'trusted grading' lines in the course's nbgrader logs: one per notebook TrustedExecute graded."""
     return sum(path.read_text(encoding="utf-8", errors="replace").count("(trusted grading")
@@ -818,6 +828,18 @@ def main(argv: list[str] | None = None) -> int:
         say("  CPU per notebook (all processes, the cores of the machine): "
             + "; ".join(f"{key} {n}: {run.cpu_seconds / run.notebooks:.2f} s" for (key, n), run in runs.items())
             + "".join(f"; stock {name}: {r.cpu_seconds / r.notebooks:.2f} s" for name, r in stock_runs.items()))
+        split = {}
+        for key in ("all", "jobs", "one"):
+            if (key, largest) in runs and (key, sizes[0]) in runs and largest > sizes[0]:
+                big, small = runs[(key, largest)], runs[(key, sizes[0])]
+                own = nbgrader_cpu(roots[(key, largest)]) - nbgrader_cpu(roots[(key, sizes[0])])
+                total = big.cpu_seconds - small.cpu_seconds
+                notebooks = big.notebooks - small.notebooks
+                split[key] = (own / notebooks, (total - own) / notebooks)
+        if split:
+            say("  CPU per notebook past start-up (the largest class minus the smallest): "
+                + "; ".join(f"{key}: {own:.3f} s in nbgrader's process(es) (recording and judging, one notebook at a "
+                            f"time per process), {rest:.3f} s in the sandboxed workers" for key, (own, rest) in split.items()))
         say("  load: CPU other processes took during each run, as a share of the machine: "
             + "; ".join(f"{r.label}: {r.other_cpu_seconds / (r.wall_seconds * cores):.0%}"
                         for r in [*runs.values(), *stock_runs.values()] if r.wall_seconds))
@@ -859,6 +881,8 @@ def main(argv: list[str] | None = None) -> int:
                      for (key, n), run in runs.items()},
             "stock": {name: asdict(run) | {"notebooks_per_second": run.per_second} for name, run in stock_runs.items()},
             "stock_fit": {"startup_seconds": fit[0], "seconds_per_notebook": fit[1]} if fit else None,
+            "cpu_per_notebook_past_startup": {k: {"nbgrader_processes": v[0], "sandboxed_workers": v[1]}
+                                              for k, v in split.items()},
             "stock_students": [s.name for s in sample], "stock_added_to_settle_predictions": [s.name for s in extras],
             **result, "sanity_problems": sanity, "inconsistent": inconsistent, "failures": failures, "ok": not failures,
             "seconds": time.monotonic() - began,
