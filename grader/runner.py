@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import nbformat
 
 from . import outputs, sandbox, testcells, wire
+from .testcells import exercise_of  # noqa: F401 (part of this module's interface)
 from .diagnosis import CheckFailed
 from .messages import say
 
@@ -104,11 +105,6 @@ class NotebookResult:
                 for name, cells in self.by_exercise().items()
             },
         }
-
-
-def exercise_of(grade_id: str) -> str:
-    """'sinh-double-backward' -> 'sinh' (the exercise contract: test ids start with '<exercise>-')."""
-    return grade_id.split("-", 1)[0]
 
 
 def _nbgrader(cell: Any) -> dict[str, Any]:
