@@ -28,7 +28,7 @@ import torch
 from . import diagnosis as dx
 from . import messages, observe
 from .diagnosis import CheckFailed, Finding
-from .exercises import Exercise, Probe, Shape, get
+from .exercises import FORWARD_MODE_LOCK, Exercise, Probe, Shape, get
 
 Obs = dict[str, Any]
 CHECKS = ("forward", "first derivatives", "second derivatives", "structure", "forward mode", "vmap")
@@ -535,8 +535,9 @@ def judge_forward_mode(judge: _Judge, probes: list[Probe], observations: list[Ob
             judge.fail("forward_wrong_before_derivatives", probe)
         primals = tuple(x.detach() for x in probe.inputs if isinstance(x, torch.Tensor))
         directions = tuple(observe.tangents(probe))
-        _, expected = torch.func.jvp(ex.reference_output, primals, directions)
-        _, unit = torch.func.jvp(ex.reference_output, primals, tuple(torch.ones_like(t) for t in directions))
+        with FORWARD_MODE_LOCK:
+            _, expected = torch.func.jvp(ex.reference_output, primals, directions)
+            _, unit = torch.func.jvp(ex.reference_output, primals, tuple(torch.ones_like(t) for t in directions))
         for key, field, how in (("func_jvp", "value", "torch.func.jvp"), ("dual", "tangent", "a dual tensor")):
             entry = obs[key]
             if "error" in entry:

@@ -6,6 +6,7 @@ the student's Function (micrograd's rule: the reference is PyTorch itself).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -13,6 +14,11 @@ import torch
 import torch.nn.functional as F
 
 Shape = tuple[int, ...]
+
+# PyTorch's forward-mode levels are one per process, not per thread (forward_ad._current_level, and the C++ list of
+# levels): two threads in torch.func.jvp or torch.func.hessian at once exit each other's levels ("no level exists").
+# The trusted side judges a class's notebooks in threads; every reference computed in forward mode holds this lock.
+FORWARD_MODE_LOCK = threading.RLock()
 Input = torch.Tensor | None
 
 

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from . import basics
-from .exercises import _softplus
+from .exercises import FORWARD_MODE_LOCK, _softplus
 from .basics import (_Check, _Fail, _Malformed, _as_result, _bool_field, _close, _difference, _fail_if_modified,
                      _fail_if_raised, _field, _first_line, _grad_field, _invoke, _leaf, _opaque, _plain, _rand,
                      _result_record, _result_value, _str_field, _tensor_field, _type_name)
@@ -33,7 +33,7 @@ MAX_CALLS = 50  # calls of a probe function recorded (an HVP calls f once or twi
 
 # Names of the student's Functions a probe may be built from, with the PyTorch op the reference uses.
 OWN_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "Softplus": lambda t: torch.clamp(t, min=0) + torch.log1p(torch.exp(-t.abs())),
+    "Softplus": _softplus,
     "Square": torch.square,
     "Exp": torch.exp,
     "Cube": lambda t: t**3,
@@ -219,7 +219,8 @@ def _fail_if_jvp_read_nothing(p: _HvpProbe, obs: Obs) -> None:
 def _hvp_reference(p: _HvpProbe) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(H v, ∇f, H) at p.x, from PyTorch's own ops."""
     f = p.reference()
-    hess = torch.func.hessian(f)(p.x)
+    with FORWARD_MODE_LOCK:  # torch.func.hessian is jacfwd(jacrev(f)): forward mode
+        hess = torch.func.hessian(f)(p.x)
     return hess @ p.v, torch.func.grad(f)(p.x), hess
 
 

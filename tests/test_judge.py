@@ -427,3 +427,31 @@ def test_every_check_probes_float32_large_exp_two_argument_linear_and_one_output
     assert any(len(p.inputs) == 2 for p in linear)
     assert any(p.inputs[1].shape[0] == 1 for p in linear)
     assert "float32" in next(p for p in linear if p.dtype == torch.float32).describe()
+
+
+def test_judging_forward_mode_in_threads_at_once_gives_each_its_verdict():
+    """The trusted side judges a class's notebooks in threads; PyTorch's forward-mode levels are one per process.
+    Without a lock, concurrent torch.func.jvp / torch.func.hessian references failed the solution ('no level
+    exists': grader_error, malformed observations), as the adversarial classes of notebook 4 showed."""
+    import threading
+
+    ns = namespace_for("hvp")
+    exec(solution_cells()["hvp"].source, ns)
+    probes, observations = good("forward mode", "softplus")
+    hvp_observations = basics.observe("check_hvp_forward_over_reverse", ns["hvp_forward"], namespace=ns)
+    failures: list[str] = []
+
+    def judge_again_and_again() -> None:
+        for _ in range(15):
+            try:
+                checks.judge("forward mode", "softplus", probes, copy.deepcopy(observations))
+                basics.judge("check_hvp_forward_over_reverse", copy.deepcopy(hvp_observations))
+            except Exception as failure:
+                failures.append(str(failure)[:200])
+
+    threads = [threading.Thread(target=judge_again_and_again) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures[:3]
