@@ -11,8 +11,18 @@ NBGRADER   := $(BIN)/nbgrader
 # nbgrader runs `alembic` (from the venv) when it creates a gradebook.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
+# make autograde JOBS=4 DB_URL=postgresql+psycopg://user@host/db: 4 nbgrader processes over disjoint groups of
+# students, one PostgreSQL gradebook (README, "Large classes"). Both are passed on as GRADER_JOBS / GRADER_DB_URL,
+# which nbgrader_config.py also reads: set GRADER_DB_URL in your shell to use that gradebook for every command.
+ifdef JOBS
+export GRADER_JOBS := $(JOBS)
+endif
+ifdef DB_URL
+export GRADER_DB_URL := $(DB_URL)
+endif
+
 .DEFAULT_GOAL := help
-.PHONY: help install system-packages sandbox-user release demo autograde feedback report scores lab test test-fast lock clean
+.PHONY: help install system-packages sandbox-user release demo autograde feedback report scores lab test test-fast lock clean postgres postgres-stop
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -25,12 +35,24 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
-install: $(STAMP) system-packages sandbox-user ## create .venv with pinned dependencies, plus Debian's graphviz, bubblewrap, libseccomp, chromium and the sandbox user
+install: $(STAMP) system-packages sandbox-user ## create .venv with pinned dependencies, plus Debian's graphviz, bubblewrap, libseccomp, chromium, postgresql and the sandbox user
 
-system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and libseccomp2 (the grading sandbox), acl, and chromium + chromium-driver (browser tests), when possible
+system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and libseccomp2 (the grading sandbox), acl, chromium + chromium-driver (browser tests) and postgresql (gradebook for JOBS>1), when possible
 	@missing=""; command -v dot >/dev/null || missing="$$missing graphviz"; command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	command -v setfacl >/dev/null || missing="$$missing acl"; ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 || missing="$$missing libseccomp2"; \
 	browser=""; command -v chromium >/dev/null || browser="$$browser chromium"; command -v chromedriver >/dev/null || browser="$$browser chromium-driver"; \
+	pg=""; ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || pg="postgresql"; \
+	if [ -n "$$pg" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq || true; \
+	    echo "==> installing Debian's postgresql (a gradebook several nbgrader processes can share: make autograde JOBS=N)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null \
+	      || echo "warning: apt-get could not install postgresql: tests/test_gradebook_postgres.py will be skipped; JOBS>1 needs a PostgreSQL server elsewhere (GRADER_DB_URL)"; \
+	  else \
+	    echo "note: Debian's postgresql is not installed (needs root and apt-get): tests/test_gradebook_postgres.py will be skipped;"; \
+	    echo "      make autograde JOBS>1 needs a PostgreSQL server (GRADER_DB_URL). To install: sudo apt-get install postgresql"; \
+	  fi; \
+	fi; \
 	if [ -z "$$missing$$browser" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  apt-get update -qq || true; \
@@ -62,8 +84,14 @@ release: $(STAMP) ## regenerate the student notebooks (notebooks/) from solution
 demo: install ## the main job: autograde the bundled example class with nbgrader, print scores, write feedback
 	@$(BIN)/python -m grader.course demo
 
-autograde: $(STAMP) ## autograde everything in submitted/ with nbgrader (creating gradebook.db if missing) and print the scores
+autograde: $(STAMP) ## autograde everything in submitted/ with nbgrader (creating the gradebook if missing) and print the scores; JOBS=N DB_URL=postgresql+psycopg://...: N processes
 	@$(BIN)/python -m grader.course autograde
+
+postgres: $(STAMP) ## start a local PostgreSQL gradebook in .postgres/ (for trying JOBS=N) and print its GRADER_DB_URL
+	@$(BIN)/python -m grader.postgres start --dir .postgres
+
+postgres-stop: $(STAMP) ## stop the local PostgreSQL of make postgres
+	@$(BIN)/python -m grader.postgres stop --dir .postgres
 
 feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission
 	$(NBGRADER) generate_feedback $(ASSIGNMENT)
@@ -72,7 +100,7 @@ feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autogra
 report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distributions and the class's most frequent mistakes
 	$(BIN)/python -m grader.report
 
-scores: $(STAMP) ## print scores per student and exercise from gradebook.db
+scores: $(STAMP) ## print scores per student and exercise from the gradebook (gradebook.db, or GRADER_DB_URL)
 	$(BIN)/python -m grader.course scores
 
 lab: install ## open JupyterLab on the student notebooks

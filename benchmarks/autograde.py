@@ -1,21 +1,25 @@
 #!/usr/bin/env python
-"""Throughput and agreement: our trusted, parallel autograde versus stock nbgrader, on one synthetic class.
+"""Throughput and agreement: stock nbgrader versus `make autograde` in several setups, as one table.
 
-    .venv/bin/python benchmarks/autograde.py                       # 100 students x 3 notebooks, stock on 10 of them
-    .venv/bin/python benchmarks/autograde.py --students 40 --stock-students 5 --seed 7 --json result.json
+    .venv/bin/python benchmarks/autograde.py                            # classes of 1, 24 and 300 students
+    .venv/bin/python benchmarks/autograde.py --sizes 1,24 --stock-students 4 --seed 7 --json result.json
 
-1. Builds a synthetic class, deterministic from --seed: correct students (instructor answers and the
+1. Builds one synthetic class per size, deterministic from --seed: correct students (instructor answers and the
    correct alternatives of examples/alternatives), students with typical mistakes (examples/mistakes, plus a
    few made-up ones for notebook 1, which the catalogue does not cover), blank students and a few adversarial
    ones (see ADVERSARIAL; --infinite-loop adds one that never ends).
-2. Runs `nbgrader autograde` with the repository's config (grader.nbgrader_plugins.TrustedExecute) on the
-   whole class, and stock nbgrader (nbgrader's default preprocessors, i.e. nbgrader.preprocessors.Execute)
-   on a deterministic sample of --stock-students students, each in its own temporary course directory.
-3. Compares the two gradebooks per student x exercise: honest submissions must get the same score from both
-   (exit code 1 otherwise); differences on adversarial notebooks are printed, labelled, and are expected.
-   Our scores on honest submissions are also compared with what the catalogue's `# expect:` lines predict.
-4. Prints wall times, notebooks per second, the throughput ratio (ours / stock), CPU per notebook, and the
-   CPU other processes took meanwhile (a shared machine slows ours, which uses every core, most); --json.
+2. Times `make autograde` (python -m grader.course autograde) on each class: on 1 sandboxed worker, on all
+   cores, with JOBS=2 on a PostgreSQL gradebook (grader.postgres starts one), and through a loopback Dask
+   cluster (when grader.cluster exists); and stock nbgrader (nbgrader's default preprocessors, i.e.
+   nbgrader.preprocessors.Execute) on the 1-student class and on a sample of the largest class: stock's
+   start-up and cost per notebook are fitted on those two runs for the other sizes (marked ~).
+3. Compares the gradebooks per student x exercise: every setup of ours must agree with the others; honest
+   submissions must get the same score from ours and stock (exit code 1 otherwise); differences on adversarial
+   notebooks are printed, labelled, and are expected. Our scores on honest submissions are also compared with
+   what the catalogue's `# expect:` lines predict.
+4. Prints one table (notebooks per second, wall time and ratio to stock, per setup and class size), the CPU per
+   notebook, and the CPU other processes took meanwhile (a shared machine slows ours, which uses every core,
+   most); --json.
 """
 
 from __future__ import annotations
@@ -268,7 +272,7 @@ def build_class(n: int, seed: int, layout: Layout, infinite_loop: bool) -> list[
                 s.answers[exercise] = course.mistake_source(path)
                 s.plan[exercise] = f"mistake {path.name}"
                 s.expected[exercise] = predicted_points(path, exercise, layout)
-            elif choice == "mistake":
+            elif choice == "mistake" and MADE_UP_MISTAKES.get(exercise):
                 name = rng.choice(sorted(MADE_UP_MISTAKES[exercise]))
                 s.answers[exercise] = MADE_UP_MISTAKES[exercise][name]
                 s.plan[exercise] = f"made-up mistake {exercise}:{name}"
@@ -351,33 +355,24 @@ class Run:
     command: list[str]
     cwd: str
     notebooks: int
+    env: dict[str, str] = field(default_factory=dict)  # added to the environment
     wall_seconds: float = 0.0
     returncode: int = 0
-    first_notebook_at: float = 0.0  # seconds after start when nbgrader began the first notebook
-    last_notebook_at: float = 0.0
-    notebooks_started: int = 0
     trusted_lines: int = 0  # "trusted grading" log lines (one per notebook graded by TrustedExecute)
     failed_students: list[str] = field(default_factory=list)  # nbgrader: "error processing assignment ... for student"
-    cpu_seconds: float = 0.0  # CPU time of nbgrader and everything it started (reaped children)
-    nbgrader_process_cpu: float = 0.0  # of the nbgrader process alone (its threads: nbgrader, and our judging)
+    cpu_seconds: float = 0.0  # CPU time of the command and everything it started (reaped children)
     machine_busy_seconds: float = 0.0  # CPU time the whole machine spent busy meanwhile (/proc/stat)
     load_average: list[float] = field(default_factory=list)  # 1-minute load average sampled during the run
+    log: str = ""
 
     @property
     def other_cpu_seconds(self) -> float:
         """CPU time used by processes outside this run (other users, other jobs): it slows the run down."""
         return max(0.0, self.machine_busy_seconds - self.cpu_seconds)
-    log: str = ""
 
     @property
     def per_second(self) -> float:
         return self.notebooks / self.wall_seconds if self.wall_seconds else 0.0
-
-    @property
-    def steady_per_second(self) -> float:
-        """Notebooks per second between nbgrader's first and last notebook (startup excluded)."""
-        span = self.last_notebook_at - self.first_notebook_at
-        return (self.notebooks_started - 1) / span if span > 0 and self.notebooks_started > 1 else 0.0
 
 
 def machine_busy() -> float:
@@ -426,45 +421,37 @@ def tree_cpu(root_pid: int) -> tuple[float, float]:
 
 
 def sample(run: Run, pid: int, stop: threading.Event, seen: list[float]) -> None:
-    """Every half second: the load average, and the CPU time of nbgrader's process tree (sandboxes included)."""
+    """Every half second: the load average, and the CPU time of the run's process tree (sandboxes included)."""
     last_load = 0.0
     while not stop.wait(0.5):
-        total, own = tree_cpu(pid)
+        total, _ = tree_cpu(pid)
         seen.append(total)
-        run.nbgrader_process_cpu = max(run.nbgrader_process_cpu, own)
         if time.monotonic() - last_load >= 2.0:
             last_load = time.monotonic()
             run.load_average.append(os.getloadavg()[0])
 
 
-def run_nbgrader(run: Run, log_path: Path) -> Run:
-    say(f"[{run.label}] $ (cd {run.cwd} && {shlex.join(run.command)})")
+def run_command(run: Run, log_path: Path) -> Run:
+    """Run ``run.command``, its output to ``log_path`` (progress and errors echoed), timing it whole."""
+    say(f"[{run.label}] $ (cd {run.cwd} && {' '.join(f'{k}=...' for k in run.env)}{' ' if run.env else ''}"
+        f"{shlex.join(run.command)})")
     busy0, cpu0 = machine_busy(), children_cpu()
     stop, seen = threading.Event(), [0.0]
     started = time.monotonic()
-    step = max(1, run.notebooks // 15)
     with open(log_path, "w", encoding="utf-8") as log:
-        process = subprocess.Popen(run.command, cwd=run.cwd, env=course.nbgrader_env(), stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True, bufsize=1)
+        process = subprocess.Popen(run.command, cwd=run.cwd, env={**course.nbgrader_env(), **run.env},
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, bufsize=1)
         sampler = threading.Thread(target=sample, args=(run, process.pid, stop, seen), daemon=True)
         sampler.start()
         assert process.stdout is not None
         for line in process.stdout:
             log.write(line)
             now = time.monotonic() - started
-            if "] Autograding " in line:
-                run.notebooks_started += 1
-                run.first_notebook_at = run.first_notebook_at or now
-                run.last_notebook_at = now
-                if run.notebooks_started % step == 0 or run.notebooks_started == 1:
-                    say(f"[{run.label}] {now:6.1f} s  started notebook {run.notebooks_started}/{run.notebooks}")
-            elif "trusted grading" in line:
-                run.trusted_lines += 1
-            elif "There was an error processing assignment '" in line:
+            if "There was an error processing assignment '" in line:
                 run.failed_students.append(line.rstrip().rsplit("'", 2)[-2])
-                say(f"[{run.label}] {now:6.1f} s  {line.rstrip()[:200]}")
-            elif "| ERROR]" in line or "Traceback" in line:
-                say(f"[{run.label}] {now:6.1f} s  {line.rstrip()[:200]}")
+            if re.search(r"notebooks graded \(|\| ERROR\]|Traceback|^\s*error:", line):
+                say(f"[{run.label}] {now:6.1f} s  {line.strip()[:200]}")
         run.returncode = process.wait()
     run.wall_seconds = time.monotonic() - started
     stop.set()
@@ -472,14 +459,25 @@ def run_nbgrader(run: Run, log_path: Path) -> Run:
     # Sandboxed workers are not always reaped up the chain: take the larger of rusage and the sampled tree.
     run.cpu_seconds, run.machine_busy_seconds = max(children_cpu() - cpu0, max(seen)), machine_busy() - busy0
     run.log = str(log_path)
-    if run.failed_students:
-        say(f"[{run.label}] nbgrader could not autograde (removed from autograded/): {', '.join(run.failed_students)}")
     say(f"[{run.label}] done in {run.wall_seconds:.1f} s (exit code {run.returncode}), "
-        f"{run.per_second:.2f} notebooks/s; log: {log_path}")
-    say(f"[{run.label}] CPU: {run.cpu_seconds:.0f} s used by this run ({run.nbgrader_process_cpu:.0f} s in nbgrader's own "
-        f"process, the rest in what it started), {run.other_cpu_seconds:.0f} s by other processes on the machine "
-        f"meanwhile ({load_note(run)})")
+        f"{run.per_second:.2f} notebooks/s; CPU {run.cpu_seconds:.0f} s; {load_note(run)}")
     return run
+
+
+def nbgrader_cpu(root: Path) -> float:
+    """CPU seconds used by the course's nbgrader processes themselves (their threads, judging included), as
+    grader.nbgrader_job logs them: the rest of a run's CPU is the sandboxed workers' (and make autograde's own)."""
+    total = 0.0
+    for path in [root / course.LOG_NAME, *root.glob("nbgrader-job*.log")]:
+        if path.is_file():
+            total += sum(float(x) for x in re.findall(r"having used ([\d.]+) s of CPU", path.read_text(errors="replace")))
+    return total
+
+
+def count_trusted(root: Path) -> int:
+    """'trusted grading' lines in the course's nbgrader logs: one per notebook TrustedExecute graded."""
+    return sum(path.read_text(encoding="utf-8", errors="replace").count("(trusted grading")
+               for path in [root / course.LOG_NAME, *root.glob("nbgrader-job*.log")] if path.is_file())
 
 
 def load_note(run: Run) -> str:
@@ -559,24 +557,102 @@ def table(rows: list[dict[str, Any]], keys: list[str]) -> str:
 # --- main ----------------------------------------------------------------------------------------------
 
 
+@dataclass
+class Setup:
+    """One row of the table: how the class is autograded."""
+
+    key: str
+    label: str
+    skipped: str = ""  # why this row cannot run here ("" when it can)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def start_postgres(workdir: Path) -> tuple[Any, str]:
+    """(the server, "") or (None, why not): a local PostgreSQL for the JOBS rows (grader.postgres)."""
+    from grader import postgres
+
+    try:
+        postgres.binaries()
+        postgres.server_user()
+        os.chmod(workdir, 0o755)  # the server's user must reach its folder
+        server = postgres.LocalPostgres(workdir / "postgres")
+        server.start()
+        return server, ""
+    except (postgres.Unavailable, OSError) as why:
+        return None, f"no PostgreSQL here ({why})"
+
+
+def start_dask(workdir: Path, workers: int) -> tuple[list[subprocess.Popen], str, str]:
+    """(processes, scheduler address, "") or ([], "", why not): a loopback Dask cluster, `dask scheduler` and
+    `dask worker` on 127.0.0.1, for grader.cluster (TrustedExecute.scheduler / GRADER_SCHEDULER)."""
+    import importlib.util
+
+    if importlib.util.find_spec("grader.cluster") is None:
+        return [], "", "no grader.cluster"
+    dask = Path(sys.executable).with_name("dask")
+    if not dask.exists():
+        return [], "", "no dask command (distributed not installed)"
+    scheduler_file = workdir / "dask-scheduler.json"
+    logs = open(workdir / "dask.log", "w", encoding="utf-8")
+    processes = [subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                   "--scheduler-file", str(scheduler_file)], stdout=logs, stderr=subprocess.STDOUT,
+                                  env=course.nbgrader_env(), cwd=str(REPO))]
+    deadline = time.monotonic() + 60
+    while not scheduler_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if not scheduler_file.exists():
+        stop_all(processes)
+        return [], "", f"dask scheduler did not start (see {workdir / 'dask.log'})"
+    address = json.loads(scheduler_file.read_text())["address"]
+    processes.append(subprocess.Popen([str(dask), "worker", address, "--nworkers", str(workers), "--nthreads", "1",
+                                       "--no-dashboard"], stdout=logs, stderr=subprocess.STDOUT,
+                                      env=course.nbgrader_env(), cwd=str(REPO)))
+    return processes, address, ""
+
+
+def stop_all(processes: list[subprocess.Popen]) -> None:
+    for process in reversed(processes):
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def cell(run: Run | None, stock_rate: float | None, estimated: bool = False, why: str = "") -> str:
+    """'3.41/s  21.1 s  14.6x' (notebooks per second, wall time, ratio to stock) for one row and class size."""
+    if run is None:
+        return why or "-"
+    mark = "~" if estimated else ""
+    ratio = f"{run.per_second / stock_rate:.1f}x" if stock_rate else "-"
+    return f"{(mark + f'{run.per_second:.2f}/s').rjust(7)} {(mark + f'{run.wall_seconds:.1f} s').rjust(9)} {ratio.rjust(6)}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--students", type=int, default=100, help="students in the class (3 notebooks each)")
-    parser.add_argument("--stock-students", type=int, default=10,
-                        help="students graded by stock nbgrader too (a deterministic sample; 0: skip stock)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic class and of the sample")
-    parser.add_argument("--adjudicate", type=int, default=5, metavar="N",
-                        help="add to stock's run up to N more students whose score (ours) differs from the "
-                             "catalogue's prediction, so that stock settles who is right (default 5)")
+    parser.add_argument("--sizes", default="1,24,300", help="class sizes, in students (default 1,24,300)")
+    parser.add_argument("--stock-students", type=int, default=8,
+                        help="students of the largest class graded by stock nbgrader too (a deterministic sample); "
+                             "stock's cost per notebook is fitted on it and on the 1-student class (0: skip stock)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic classes and of the sample")
+    parser.add_argument("--adjudicate", type=int, default=3, metavar="N",
+                        help="add to stock's sample up to N more students whose score (ours) differs from the "
+                             "catalogue's prediction, so that stock settles who is right (default 3)")
+    parser.add_argument("--jobs", type=int, default=2, help="nbgrader processes of the JOBS row (0: no such row)")
+    parser.add_argument("--one-worker-max", type=int, default=24, metavar="N",
+                        help="the 1-worker row only on classes of at most N students (default 24: on 300 it would "
+                             "take as long as the rest of the benchmark, at the throughput it has at 24)")
     parser.add_argument("--infinite-loop", action="store_true",
                         help="add an adversarial student whose notebook never ends (costs the timeout in both)")
     parser.add_argument("--json", type=Path, help="write the results as JSON to this path")
     parser.add_argument("--workdir", type=Path, help="where to build the courses (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the course directories (logs, gradebooks)")
     args = parser.parse_args(argv)
-    if args.students < 1 or not 0 <= args.stock_students <= args.students:
-        parser.error("need --students >= 1 and 0 <= --stock-students <= --students")
+    sizes = sorted({int(x) for x in args.sizes.split(",") if x.strip()})
+    if not sizes or sizes[0] < 1 or not 0 <= args.stock_students <= sizes[-1]:
+        parser.error("need sizes >= 1 and 0 <= --stock-students <= the largest size")
 
     from nbgrader.converters import Autograde
 
@@ -584,145 +660,238 @@ def main(argv: list[str] | None = None) -> int:
     if default != [p.rsplit(".", 1)[1] for p in STOCK_PREPROCESSORS]:
         say(f"warning: nbgrader's default autograde preprocessors are {default}; the benchmark uses {STOCK_PREPROCESSORS}")
 
+    began = time.monotonic()
     command_line = shlex.join([sys.executable, *sys.argv]) if argv is None else shlex.join(argv)
     cores = os.cpu_count() or 1
     layout = read_layout()
     per_student = len(layout.notebooks)
-    students = build_class(args.students, args.seed, layout, args.infinite_loop)
+    classes = {n: build_class(n, args.seed, layout, args.infinite_loop) for n in sizes}
+    largest = sizes[-1]
+    students = classes[largest]
     sample = stock_sample(students, args.stock_students, args.seed)
-    kinds: dict[str, int] = {}
-    for s in students:
-        kinds[s.kind] = kinds.get(s.kind, 0) + 1
 
-    say("Autograde benchmark: trusted parallel grading (ours) vs stock nbgrader (Execute)")
+    say("Autograde benchmark: stock nbgrader (Execute) vs make autograde (trusted, parallel), one table")
     say(f"  machine:  {platform.node()}, {cores} cores, {platform.platform()}, Python {platform.python_version()}")
     say(f"  command:  {command_line}")
-    say(f"  class:    {len(students)} students x {per_student} notebooks = {len(students) * per_student} notebooks, "
-        f"seed {args.seed}: " + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())))
-    say(f"  stock:    {len(sample)} students ({len(sample) * per_student} notebooks): " + ", ".join(s.name for s in sample))
+    for n in sizes:
+        kinds: dict[str, int] = {}
+        for s in classes[n]:
+            kinds[s.kind] = kinds.get(s.kind, 0) + 1
+        say(f"  class {n}: {n} students x {per_student} notebooks = {n * per_student} notebooks, seed {args.seed}: "
+            + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())))
 
     workdir = (args.workdir.resolve() if args.workdir else Path(tempfile.mkdtemp(prefix="autograde-bench-")))
     if args.workdir:
         if workdir.exists():
             shutil.rmtree(workdir)
         workdir.mkdir(parents=True)
+    server, dask_processes = None, []
     try:
-        say(f"\n1/4 building the courses in {workdir}")
+        setups = [Setup("stock", "stock nbgrader (Execute, one kernel at a time)"),
+                  Setup("one", "make autograde, 1 worker"),
+                  Setup("all", f"make autograde, {cores} workers (all cores)")]
+        if args.jobs > 1:
+            server, why = start_postgres(workdir)
+            setups.append(Setup("jobs", f"make autograde JOBS={args.jobs} (PostgreSQL)", why))
+        dask_processes, address, why = start_dask(workdir, cores)
+        setups.append(Setup("dask", f"make autograde, Dask loopback cluster ({cores} workers)", why,
+                            {"GRADER_SCHEDULER": address} if address else {}))
+        for setup in setups:
+            if setup.skipped:
+                say(f"  {setup.label}: skipped: {setup.skipped}")
+
+        say(f"\n1/3 building the courses in {workdir}")
         t0 = time.monotonic()
         base = make_base(workdir)
-        ours_root, stock_root = workdir / "ours", workdir / "stock"
-        make_course(base, ours_root, students)
-        say(f"    generated the assignment and {len(students) * per_student} submitted notebooks in "
-            f"{time.monotonic() - t0:.1f} s")
+        say(f"    generated the assignment in {time.monotonic() - t0:.1f} s")
 
-        say(f"\n2/4 ours: nbgrader autograde with the repository's config (TrustedExecute), {len(students)} students")
-        ours = run_nbgrader(Run("ours", course.nbgrader_command("autograde", ASSIGNMENT, f"--CourseDirectory.root={ours_root}",
-                                                                "--CourseDirectory.release_directory=release"),
-                                str(REPO), len(students) * per_student), workdir / "ours.log")
-        ours_scores = course.gradebook_scores(f"sqlite:///{ours_root / 'gradebook.db'}")
-        sampled = {s.name for s in sample}
-        extras = [s for s in prediction_misses(students, ours_scores) if s.name not in sampled][: max(0, args.adjudicate)] \
-            if args.stock_students else []
-        if sample or extras:
+        say("\n2/3 make autograde (python -m grader.course autograde) on each class, each setup")
+        runs: dict[tuple[str, int], Run] = {}
+        scores: dict[tuple[str, int], dict] = {}
+        roots: dict[tuple[str, int], Path] = {}
+        for n in sizes:
+            for setup in setups:
+                if setup.key == "stock" or setup.skipped or (setup.key == "one" and n > args.one_worker_max):
+                    continue
+                root = workdir / f"{setup.key}-{n}"
+                make_course(base, root, classes[n])
+                command = [sys.executable, "-m", "grader.course", "autograde", "--root", str(root)]
+                env = dict(setup.env)
+                db_url = f"sqlite:///{root / 'gradebook.db'}"
+                if setup.key == "one":
+                    command += ["--workers", "1"]
+                if setup.key == "jobs":
+                    from grader import postgres
+
+                    db_url = postgres.LocalPostgres(server.folder, database=f"gradebook_{n}").start()
+                    (root / "gradebook.db").unlink()
+                    course.ensure_gradebook(course.Nbgrader(root, workdir / f"{setup.key}-{n}-setup.log", db_url))
+                    command += ["--jobs", str(args.jobs)]
+                    env["GRADER_DB_URL"] = db_url
+                run = run_command(Run(f"{setup.key} {n}", command, str(REPO), n * per_student, env),
+                                  workdir / f"{setup.key}-{n}.log")
+                runs[(setup.key, n)], roots[(setup.key, n)] = run, root
+                scores[(setup.key, n)] = course.gradebook_scores(db_url)
+
+        say("\n3/3 stock nbgrader: the 1-student class, and a sample of the largest class")
+        stock_runs: dict[str, Run] = {}
+        stock_scores: dict[str, dict] = {}
+        extras: list[Student] = []
+        if args.stock_students:
+            ours_largest = scores.get(("all", largest), {})
+            sampled = {s.name for s in sample}
+            extras = [s for s in prediction_misses(students, ours_largest) if s.name not in sampled][:max(0, args.adjudicate)]
             sample = sorted(sample + extras, key=lambda s: s.name)
-            make_course(base, stock_root, sample)
-            write_stock_config(stock_root)
-        stock = None
-        if sample:
-            say(f"\n3/4 stock: nbgrader autograde with nbgrader's default preprocessors (Execute), {len(sample)} students"
-                + (f" (the sample, plus {', '.join(s.name for s in extras)}: our score differs from the catalogue's "
-                   "prediction, stock settles it)" if extras else ""))
-            stock = run_nbgrader(Run("stock", course.nbgrader_command("autograde", ASSIGNMENT, f"--CourseDirectory.root={stock_root}",
-                                                                      "--CourseDirectory.release_directory=release"),
-                                     str(stock_root), len(sample) * per_student), workdir / "stock.log")
-        else:
-            say("\n3/4 stock: skipped (--stock-students 0)")
+            groups = {"sample": sample} | ({"one": classes[1]} if 1 in sizes and largest > 1 else {})
+            for name, group in groups.items():
+                root = workdir / f"stock-{name}"
+                make_course(base, root, group)
+                write_stock_config(root)
+                run = run_command(Run(f"stock {name}", course.nbgrader_command(
+                    "autograde", ASSIGNMENT, f"--CourseDirectory.root={root}", "--CourseDirectory.release_directory=release"),
+                    str(root), len(group) * per_student), workdir / f"stock-{name}.log")
+                stock_runs[name], roots[("stock", 0 if name == "sample" else 1)] = run, root
+                stock_scores[name] = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
 
-        say("\n4/4 reading both gradebooks")
-        stock_scores = course.gradebook_scores(f"sqlite:///{stock_root / 'gradebook.db'}") if sample else {}
-        result = compare(students, sample, ours_scores, stock_scores, layout)
+        # stock's cost: wall = start-up + notebooks x per-notebook cost, fitted on its real runs (strictly serial)
+        fit = None
+        if "sample" in stock_runs:
+            big = stock_runs["sample"]
+            small = stock_runs.get("one")
+            if small and big.notebooks > small.notebooks:
+                per_notebook = (big.wall_seconds - small.wall_seconds) / (big.notebooks - small.notebooks)
+                fit = (max(0.0, small.wall_seconds - small.notebooks * per_notebook), per_notebook)
+            else:
+                fit = (0.0, big.wall_seconds / big.notebooks)
+        stock_cells: dict[int, tuple[Run, bool]] = {}
+        for n in sizes:
+            if n == 1 and "one" in stock_runs:
+                stock_cells[n] = (stock_runs["one"], False)
+            elif n == largest and "sample" in stock_runs and len(sample) == n:
+                stock_cells[n] = (stock_runs["sample"], False)
+            elif fit:
+                estimate = Run("stock (fitted)", [], "", n * per_student)
+                estimate.wall_seconds = fit[0] + n * per_student * fit[1]
+                stock_cells[n] = (estimate, True)
 
-        # Did each side really run the way it claims?
-        ours_numbered, ours_total = executed_by_kernel(ours_root)
-        stock_numbered, stock_total = executed_by_kernel(stock_root) if sample else (0, 0)
+        # Did each side really run the way it claims? Do all of ours agree?
         sanity = []
-        if ours.returncode != 0:
-            sanity.append(f"ours: nbgrader exited with {ours.returncode}")
-        if ours.trusted_lines != ours.notebooks:
-            sanity.append(f"ours: {ours.trusted_lines} 'trusted grading' log lines for {ours.notebooks} notebooks")
-        if ours_numbered:
-            sanity.append(f"ours: {ours_numbered} autograded notebooks carry kernel execution counts")
-        if stock is not None:
-            if stock.trusted_lines:
-                sanity.append(f"stock: {stock.trusted_lines} 'trusted grading' log lines: TrustedExecute ran")
-            if stock_total == 0 or stock_numbered < stock_total:
-                sanity.append(f"stock: only {stock_numbered}/{stock_total} autograded notebooks were executed by a kernel")
-        failures = sanity + (["honest submissions scored differently by ours and stock"] if result["honest_disagreements"] else []) \
+        for (key, n), run in runs.items():
+            if run.returncode != 0:
+                sanity.append(f"{key} {n}: make autograde exited with {run.returncode}")
+            trusted = count_trusted(roots[(key, n)])
+            if trusted != run.notebooks:
+                sanity.append(f"{key} {n}: {trusted} 'trusted grading' log lines for {run.notebooks} notebooks")
+            numbered, _ = executed_by_kernel(roots[(key, n)])
+            if numbered:
+                sanity.append(f"{key} {n}: {numbered} autograded notebooks carry kernel execution counts")
+        for name, run in stock_runs.items():
+            root = roots[("stock", 0 if name == "sample" else 1)]
+            numbered, total = executed_by_kernel(root)
+            if count_trusted(root) or total == 0 or numbered < total:
+                sanity.append(f"stock {name}: {numbered}/{total} autograded notebooks executed by a kernel, "
+                              f"{count_trusted(root)} TrustedExecute lines")
+        inconsistent = [f"{key} at {n} students" for (key, n), table_ in scores.items()
+                        if key != "all" and ("all", n) in scores and table_ != scores[("all", n)]]
+        result = compare(students, sample, scores.get(("all", largest), {}), stock_scores.get("sample", {}), layout)
+        one_student = None
+        if "one" in stock_runs and ("all", 1) in scores:
+            one_student = compare(classes[1], classes[1], scores[("all", 1)], stock_scores["one"], layout)
+        failures = sanity + (["honest submissions scored differently by ours and stock"]
+                             if result["honest_disagreements"] or (one_student and one_student["honest_disagreements"])
+                             else []) \
+            + ([f"our setups disagree with each other: {', '.join(inconsistent)}"] if inconsistent else []) \
             + (["our scores differ from the catalogue's predictions and stock did not grade them (see --adjudicate)"]
                if any(m["verdict"].endswith("unresolved") for m in result["prediction_misses"]) else []) \
             + (["students missing from our gradebook"] if result["missing_from_our_gradebook"] else [])
 
-        ratio = ours.per_second / stock.per_second if stock and stock.per_second else None
-        say("\n" + "=" * 100)
-        say("RESULT")
-        say(f"  machine:   {cores} cores ({platform.processor() or platform.machine()}), {platform.platform()}")
-        say(f"  command:   {command_line}")
-        say(f"  ours:      {ours.notebooks} notebooks ({len(students)} students) in {ours.wall_seconds:.1f} s = "
-            f"{ours.per_second:.2f} notebooks/s  (first notebook recorded at {ours.first_notebook_at:.1f} s; "
-            f"{ours.steady_per_second:.2f} notebooks/s after it)")
-        if stock:
-            say(f"  stock:     {stock.notebooks} notebooks ({len(sample)} students) in {stock.wall_seconds:.1f} s = "
-                f"{stock.per_second:.2f} notebooks/s  ({stock.wall_seconds / stock.notebooks:.2f} s per notebook)")
-            say(f"  ratio:     ours / stock = {ratio:.1f}x notebooks per second (goal: >= 10x)")
-            if ours.cpu_seconds and stock.cpu_seconds:
-                say(f"  CPU:       {ours.cpu_seconds / ours.notebooks:.2f} s per notebook for ours (all processes, on "
-                    f"{cores} cores), {stock.cpu_seconds / stock.notebooks:.2f} s for stock (one core): ours needs "
-                    f"{stock.cpu_seconds / stock.notebooks / (ours.cpu_seconds / ours.notebooks):.1f}x less CPU per notebook")
-                say(f"             ours: {ours.nbgrader_process_cpu / ours.notebooks:.2f} s in nbgrader's process (nbgrader, "
-                    f"and judging in its threads), {(ours.cpu_seconds - ours.nbgrader_process_cpu) / ours.notebooks:.2f} s in "
-                    f"the sandboxed workers; stock: {stock.nbgrader_process_cpu / stock.notebooks:.2f} s in nbgrader's "
-                    f"process, {(stock.cpu_seconds - stock.nbgrader_process_cpu) / stock.notebooks:.2f} s in kernels")
-            if stock.failed_students:
-                say(f"  stock:     nbgrader reported errors for (and removed the autograded notebooks of): "
-                    f"{', '.join(stock.failed_students)}; its exit code was {stock.returncode}")
-            say(f"  check:     stock ran Execute: {stock_numbered}/{stock_total} autograded notebooks carry kernel "
-                f"execution counts, {stock.trusted_lines} TrustedExecute log lines; ours: {ours.trusted_lines} "
-                f"TrustedExecute log lines, {ours_numbered} with execution counts")
-        say(f"  load:      ours: {load_note(ours)}" + (f"; stock: {load_note(stock)}" if stock else ""))
-        busy = [r for r in (ours, stock) if r and r.other_cpu_seconds > 0.1 * r.wall_seconds * cores]
+        say("\n" + "=" * 118)
+        say("RESULT: notebooks per second over the whole command's wall time (start-up included), and the ratio to stock")
+        say(f"  machine: {cores} cores ({platform.processor() or platform.machine()}), {platform.platform()}; "
+            f"command: {command_line}")
+        header = ["setup", *(f"{n} student{'s' if n > 1 else ''} ({n * per_student} notebooks)" for n in sizes)]
+        rows = [header]
+        for setup in setups:
+            row = [setup.label]
+            for n in sizes:
+                stock_entry = stock_cells.get(n)
+                stock_rate = stock_entry[0].per_second if stock_entry else None
+                if setup.key == "stock":
+                    row.append(cell(stock_entry[0], stock_rate, stock_entry[1]) if stock_entry else "not run")
+                elif setup.key == "one" and n > args.one_worker_max:
+                    row.append(f"not run (--one-worker-max {args.one_worker_max})")
+                else:
+                    row.append(cell(runs.get((setup.key, n)), stock_rate, why=f"skipped: {setup.skipped}"))
+            rows.append(row)
+        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+        for r in rows:
+            say("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)))
+        if fit:
+            say(f"  ~ stock at the sizes it did not grade whole: {fit[0]:.1f} s of start-up + {fit[1]:.2f} s per notebook,"
+                f" fitted on its real runs: {', '.join(f'{r.notebooks} notebooks in {r.wall_seconds:.1f} s' for r in stock_runs.values())}"
+                f" (the sample: {len(sample)} students of the {largest}-student class)")
+        say("  CPU per notebook (all processes, the cores of the machine): "
+            + "; ".join(f"{key} {n}: {run.cpu_seconds / run.notebooks:.2f} s" for (key, n), run in runs.items())
+            + "".join(f"; stock {name}: {r.cpu_seconds / r.notebooks:.2f} s" for name, r in stock_runs.items()))
+        split = {}
+        for key in ("all", "jobs", "one"):
+            top = max((n for (k, n) in runs if k == key), default=0)
+            if top > sizes[0] and (key, sizes[0]) in runs:
+                big, small = runs[(key, top)], runs[(key, sizes[0])]
+                own = nbgrader_cpu(roots[(key, top)]) - nbgrader_cpu(roots[(key, sizes[0])])
+                total = big.cpu_seconds - small.cpu_seconds
+                notebooks = big.notebooks - small.notebooks
+                split[key] = (own / notebooks, (total - own) / notebooks)
+        if split:
+            say("  CPU per notebook past start-up (the largest class a setup graded minus the smallest): "
+                + "; ".join(f"{key}: {own:.3f} s in nbgrader's process(es) (recording and judging, one notebook at a "
+                            f"time per process), {rest:.3f} s in the sandboxed workers" for key, (own, rest) in split.items()))
+        say("  load: CPU other processes took during each run, as a share of the machine: "
+            + "; ".join(f"{r.label}: {r.other_cpu_seconds / (r.wall_seconds * cores):.0%}"
+                        for r in [*runs.values(), *stock_runs.values()] if r.wall_seconds))
+        busy = [r.label for r in [*runs.values(), *stock_runs.values()]
+                if r.wall_seconds and r.other_cpu_seconds > 0.1 * r.wall_seconds * cores]
         if busy:
-            say("             (other processes used more than 10% of the machine during "
-                + " and ".join(r.label for r in busy) + ": the timings are pessimistic; rerun on a quiet machine)")
+            say(f"        (others used more than 10% of the machine during {', '.join(busy)}: those timings are pessimistic)")
         say(f"  agreement: {result['honest_agreed']}/{result['honest_compared']} honest student x exercise scores "
-            f"identical in both gradebooks")
-        if result["honest_disagreements"]:
-            say("  DISAGREEMENTS on honest submissions (failure):")
-            say(table(result["honest_disagreements"], ["student", "exercise", "submitted", "ours", "stock"]))
+            f"identical in ours (all cores, {largest} students) and stock (the sample)"
+            + (f"; {one_student['honest_agreed']}/{one_student['honest_compared']} for the 1-student class" if one_student else ""))
+        say(f"  consistency: every setup of ours gives {'the same' if not inconsistent else 'DIFFERENT'} gradebook "
+            f"scores at each class size ({len(scores)} runs)")
+        for disagreements in [result["honest_disagreements"], *([one_student["honest_disagreements"]] if one_student else [])]:
+            if disagreements:
+                say("  DISAGREEMENTS on honest submissions (failure):")
+                say(table(disagreements, ["student", "exercise", "submitted", "ours", "stock"]))
         say(f"  adversarial (expected to differ; trusted grading is the point): "
             f"{len(result['adversarial_differences'])} exercise scores differ, {len(result['adversarial_same'])} agree")
         if result["adversarial_differences"]:
             say(table(result["adversarial_differences"], ["student", "exercise", "submitted", "ours", "stock"]))
         say(f"  catalogue: {result['prediction_checked'] - len(result['prediction_misses'])}/{result['prediction_checked']} "
-            f"of our honest exercise scores (whole class) equal the `# expect:` predictions")
+            f"of our honest exercise scores ({largest} students) equal the `# expect:` predictions")
         if result["prediction_misses"]:
             say(table(result["prediction_misses"], ["student", "exercise", "submitted", "ours", "stock", "predicted",
                                                      "verdict"]))
         for problem in sanity:
             say(f"  PROBLEM: {problem}")
-        say(f"  verdict:   {'FAIL: ' + '; '.join(failures) if failures else 'OK'}")
-        say("=" * 100)
+        say(f"  verdict:   {'FAIL: ' + '; '.join(failures) if failures else 'OK'}   (whole benchmark: "
+            f"{time.monotonic() - began:.0f} s)")
+        say("=" * 118)
 
         report = {
             "command": command_line, "machine": {"node": platform.node(), "cores": cores, "platform": platform.platform(),
                                                  "python": platform.python_version()},
-            "seed": args.seed, "students": len(students), "notebooks_per_student": per_student,
-            "class": kinds, "stock_students": [s.name for s in sample], "stock_added_to_settle_predictions":
-            [s.name for s in extras],
-            "ours": asdict(ours) | {"notebooks_per_second": ours.per_second, "steady_notebooks_per_second": ours.steady_per_second,
-                                    "other_cpu_seconds": ours.other_cpu_seconds},
-            "stock": (asdict(stock) | {"notebooks_per_second": stock.per_second, "other_cpu_seconds": stock.other_cpu_seconds})
-            if stock else None,
-            "ratio": ratio, **result, "sanity_problems": sanity, "failures": failures, "ok": not failures,
+            "seed": args.seed, "sizes": sizes, "notebooks_per_student": per_student,
+            "setups": [asdict(s) for s in setups],
+            "runs": {f"{key} {n}": asdict(run) | {"notebooks_per_second": run.per_second,
+                                                  "other_cpu_seconds": run.other_cpu_seconds}
+                     for (key, n), run in runs.items()},
+            "stock": {name: asdict(run) | {"notebooks_per_second": run.per_second} for name, run in stock_runs.items()},
+            "stock_fit": {"startup_seconds": fit[0], "seconds_per_notebook": fit[1]} if fit else None,
+            "cpu_per_notebook_past_startup": {k: {"nbgrader_processes": v[0], "sandboxed_workers": v[1]}
+                                              for k, v in split.items()},
+            "stock_students": [s.name for s in sample], "stock_added_to_settle_predictions": [s.name for s in extras],
+            **result, "sanity_problems": sanity, "inconsistent": inconsistent, "failures": failures, "ok": not failures,
+            "seconds": time.monotonic() - began,
             "submissions": {s.name: {"kind": s.kind, "plan": s.plan} for s in students},
             "workdir": str(workdir) if args.keep else None,
         }
@@ -731,8 +900,11 @@ def main(argv: list[str] | None = None) -> int:
             say(f"JSON: {args.json}")
         return 1 if failures else 0
     finally:
+        stop_all(dask_processes)
+        if server is not None:
+            server.stop()
         if args.keep:
-            say(f"Courses kept in {workdir} (ours/, stock/, ours.log, stock.log)")
+            say(f"Courses kept in {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
 

@@ -2,29 +2,42 @@
 
     python -m grader.course demo        release, build the example class, autograde it with nbgrader, feedback, table
     python -m grader.course autograde   nbgrader autograde of submitted/ (the gradebook created first if missing), table
+    python -m grader.course autograde --jobs 4   the same in 4 nbgrader processes over disjoint groups of students,
+                                        sharing one PostgreSQL gradebook (GRADER_DB_URL)
     python -m grader.course scores      the table of the course in the current directory (after autograding)
 
-nbgrader's own output goes to <course>/nbgrader.log (named at the end); the terminal gets one line per stage, a
-progress bar over the notebooks while autograding (plain lines when not a terminal), the table, where the files
-are, and one line for each warning or error nbgrader reports.
+nbgrader's own output goes to <course>/nbgrader.log (named at the end; with several processes, one
+nbgrader-job<N>.log each); the terminal gets one line per stage, a progress bar over the notebooks while
+autograding (plain lines when not a terminal), the table, where the files are, and one line for each warning or
+error nbgrader reports.
+
+Settings (environment variables; the Makefile's DB_URL and JOBS set them):
+
+    GRADER_DB_URL   the gradebook, as nbgrader's CourseDirectory.db_url (nbgrader_config.py passes it to every
+                    nbgrader command: feedback, export, formgrader); default sqlite:///<course>/gradebook.db
+    GRADER_JOBS     nbgrader processes autograding at once (default 1); more than 1 needs a PostgreSQL gradebook
+
+This module imports little (no torch, nbformat or nbgrader at import): `make autograde` starts nbgrader's
+process at once, and reads nothing else that takes time before the first notebook.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
-from .runner import exercise_of
+from .testcells import exercise_of
 
 ASSIGNMENT = "autograd"
 REPO = Path(__file__).resolve().parent.parent
@@ -44,6 +57,8 @@ def strip_solution_markers(source: str) -> str:
 
 def answer_sources(solutions_dir: Path) -> dict[str, str]:
     """grade_id -> the instructor's answer, for every answer cell of every solutions notebook."""
+    import nbformat
+
     answers: dict[str, str] = {}
     for path in sorted(solutions_dir.glob("*.ipynb")):
         for cell in nbformat.read(str(path), as_version=4).cells:
@@ -63,6 +78,8 @@ def mistake_source(path: Path) -> str:
 
 def build_submission(release_dir: Path, answers: dict[str, str], out_dir: Path) -> None:
     """Copy the released notebooks to ``out_dir`` with the given answer cells filled in."""
+    import nbformat
+
     out_dir.mkdir(parents=True, exist_ok=True)
     for path in sorted(release_dir.glob("*.ipynb")):
         nb = nbformat.read(str(path), as_version=4)
@@ -98,13 +115,17 @@ def class_answers(students_file: Path, solutions: dict[str, str], mistakes_dir: 
 # --- scores --------------------------------------------------------------------------------------
 
 
-def gradebook_scores(db_url: str, assignment: str = ASSIGNMENT) -> dict[str, dict[str, tuple[float, float]]]:
-    """{student: {exercise: (score, max)}} from nbgrader's gradebook (autograded scores, manual overrides applied)."""
+def gradebook_scores(db_url: str, assignment: str = ASSIGNMENT,
+                     leave_out: set[str] = frozenset()) -> dict[str, dict[str, tuple[float, float]]]:  # type: ignore[assignment]
+    """{student: {exercise: (score, max)}} from nbgrader's gradebook (autograded scores, manual overrides applied),
+    for every student of the gradebook but those in ``leave_out``."""
     from nbgrader.api import Gradebook, MissingEntry
 
     table: dict[str, dict[str, tuple[float, float]]] = {}
     with Gradebook(db_url) as gb:
         for student in gb.students:
+            if student.id in leave_out:
+                continue
             try:
                 submission = gb.find_submission(assignment, student.id)
             except MissingEntry:
@@ -195,12 +216,26 @@ _GRADED = re.compile(r"[^/\s]+/[^/\s]+/[^/\s]+: [\d.]+/[\d.]+ points \(trusted g
 _PY_WARNING = re.compile(r"\S.*:\d+: (\w*Warning): (.*)")
 
 
+@dataclass
+class Job:
+    """One nbgrader process of an autograde run: its command, its students and its log."""
+
+    label: str  # "" for the only one; else "job 2/4"
+    command: list[str]
+    log: Path
+    students: list[str] = field(default_factory=list)
+    returncode: int = 0
+    last: str = ""  # its last line of output
+    errors: list[str] = field(default_factory=list)  # its warnings and errors, as relayed
+
+
 class Nbgrader:
     """Runs nbgrader commands for the course in ``root`` (with the repository's nbgrader_config.py). Their whole
     output goes to ``log``; the terminal gets only each warning and error, one line each."""
 
-    def __init__(self, root: Path, log: Path | None = None) -> None:
+    def __init__(self, root: Path, log: Path | None = None, db_url: str = "") -> None:
         self.root = root
+        self.db_url = db_url  # passed to every command when set (else nbgrader's configuration decides)
         self.log = log or root / LOG_NAME
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.log.write_text("", encoding="utf-8")
@@ -208,38 +243,63 @@ class Nbgrader:
 
     def run(self, args: list[str], total: int = 0) -> tuple[int, int, float]:
         """(exit status, notebooks graded, seconds); with ``total``, a progress bar over that many notebooks."""
-        command = nbgrader_command(*args, f"--CourseDirectory.root={self.root}")
+        command = nbgrader_command(*args, f"--CourseDirectory.root={self.root}",
+                                   *([f"--CourseDirectory.db_url={self.db_url}"] if self.db_url else []))
+        job = Job("", command, self.log)
+        graded, seconds = self.run_jobs([job], total, append=True)
+        return job.returncode, graded, seconds
+
+    def run_jobs(self, jobs: list[Job], total: int = 0, append: bool = False) -> tuple[int, float]:
+        """Run the jobs' processes at once, each writing its log, with one progress bar over all of them (and
+        ``total`` notebooks); (notebooks graded, seconds). Each job's exit status is in ``job.returncode``."""
         started = time.monotonic()
         progress = Progress(total)
-        last = ""
-        relayed = 0
+        lock = threading.Lock()
         try:
-            with open(self.log, "a", encoding="utf-8") as log:
-                log.write("$ nbgrader " + " ".join(command[1:]) + "\n")
-                log.flush()
-                process = subprocess.Popen(command, cwd=REPO, env=nbgrader_env(), stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                           errors="replace", bufsize=1)
-                assert process.stdout is not None
-                for line in process.stdout:
-                    log.write(line)
-                    line = line.rstrip("\n")
-                    last = line.strip() or last
-                    kind, text = self._classify(line)
-                    if kind == "graded":
-                        progress.advance()
-                    elif kind:
-                        relayed += 1
-                        self.problems.append(f"{kind}: {text}")
-                        progress.write(f"    {kind}: {text}")
-                returncode = process.wait()
-                log.write(f"(exit status {returncode}, {time.monotonic() - started:.1f} s)\n\n")
+            threads = [threading.Thread(target=self._follow, args=(job, progress, lock, append, started), daemon=True)
+                       for job in jobs]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
         finally:
             progress.close()
-        if returncode != 0 and not relayed and last:
-            self.problems.append(f"error: {last}")
-            say(f"    error: {last}")
-        return returncode, progress.done, time.monotonic() - started
+        for job in jobs:
+            if job.returncode != 0 and not job.errors and job.last:
+                line = f"error: {job.label + ': ' if job.label else ''}{job.last}"
+                self.problems.append(line)
+                say(f"    {line}")
+        return progress.done, time.monotonic() - started
+
+    def _follow(self, job: Job, progress: "Progress", lock: threading.Lock, append: bool, started: float) -> None:
+        prefix = f"{job.label}: " if job.label else ""
+        with open(job.log, "a" if append else "w", encoding="utf-8") as log:
+            log.write("$ " + " ".join(job.command) + "\n")
+            log.flush()
+            try:
+                process = subprocess.Popen(job.command, cwd=REPO, env=nbgrader_env(), stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                           errors="replace", bufsize=1)
+            except OSError as exc:
+                job.returncode, job.last = 127, f"could not start {job.command[0]}: {exc}"
+                return
+            assert process.stdout is not None
+            for line in process.stdout:
+                log.write(line)
+                line = line.rstrip("\n")
+                job.last = line.strip() or job.last
+                kind, text = self._classify(line)
+                if not kind:
+                    continue
+                with lock:
+                    if kind == "graded":
+                        progress.advance()
+                    else:
+                        job.errors.append(f"{kind}: {text}")
+                        self.problems.append(f"{kind}: {prefix}{text}")
+                        progress.write(f"    {kind}: {prefix}{text}")
+            job.returncode = process.wait()
+            log.write(f"(exit status {job.returncode}, {time.monotonic() - started:.1f} s)\n\n")
 
     @staticmethod
     def _classify(line: str) -> tuple[str, str]:
@@ -273,37 +333,88 @@ def nbgrader(args: list[str], root: Path) -> None:
     Nbgrader(root).stage(args, "running it")
 
 
-# --- autograding a course ------------------------------------------------------------------------
+# --- the gradebook -------------------------------------------------------------------------------
 
 
-def gradebook_notebooks(db_path: Path, assignment: str = ASSIGNMENT) -> list[str]:
-    """The assignment's notebooks in the gradebook; [] when there is no gradebook or it lacks the assignment."""
-    if not db_path.is_file():
-        return []
-    from nbgrader.api import Gradebook, MissingEntry
+def gradebook_url(root: Path) -> str:
+    """The course's gradebook: GRADER_DB_URL, else nbgrader's default, <course>/gradebook.db (SQLite)."""
+    return os.environ.get("GRADER_DB_URL", "").strip() or f"sqlite:///{Path(root).resolve() / 'gradebook.db'}"
 
-    with Gradebook(f"sqlite:///{db_path}") as gb:
-        try:
-            return sorted(nb.name for nb in gb.find_assignment(assignment).notebooks)
-        except MissingEntry:
+
+def shown_url(db_url: str) -> str:
+    """The URL without its password, to print."""
+    return re.sub(r"(://[^:/@?]*:)[^@/?]*@", r"\1***@", db_url)
+
+
+def is_sqlite(db_url: str) -> bool:
+    return db_url.startswith("sqlite:")
+
+
+class GradebookUnreachable(Exception):
+    """The gradebook's database cannot be reached; str() says why."""
+
+
+def gradebook_notebooks(db_url: str, assignment: str = ASSIGNMENT) -> list[str]:
+    """The assignment's notebooks in the gradebook; [] when there is no gradebook or it lacks the assignment.
+    Read with SQL (sqlite3, or SQLAlchemy for a server): importing nbgrader here would cost a second."""
+    query = ("SELECT notebook.name FROM notebook JOIN assignment ON notebook.assignment_id = assignment.id "
+             "WHERE assignment.name = :name ORDER BY notebook.name")
+    if is_sqlite(db_url):
+        import sqlite3
+
+        path = db_url.removeprefix("sqlite:///").split("?", 1)[0]
+        if not path or not Path(path).is_file():
             return []
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                return [row[0] for row in db.execute(query, {"name": assignment})]
+            finally:
+                db.close()
+        except sqlite3.Error:
+            return []  # not a gradebook yet (nbgrader creates its tables)
+    import sqlalchemy
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        engine = sqlalchemy.create_engine(db_url)
+    except Exception as exc:  # an unknown driver or a malformed URL
+        raise GradebookUnreachable(f"{type(exc).__name__}: {exc}") from None
+    try:
+        with engine.connect() as db:
+            if not sqlalchemy.inspect(db).has_table("notebook"):
+                return []
+            return [row[0] for row in db.execute(sqlalchemy.text(query), {"name": assignment})]
+    except SQLAlchemyError as exc:
+        raise GradebookUnreachable(" ".join(str(getattr(exc, "orig", None) or exc).split())) from None
+    finally:
+        engine.dispose()
 
 
 def ensure_gradebook(runner: Nbgrader, assignment: str = ASSIGNMENT) -> list[str]:
     """The assignment's notebooks, after putting the assignment in the gradebook if it is not there (a fresh
-    clone has no gradebook.db): nbgrader generate_assignment from solutions/ records the source cells and their
-    checksums, writing its release into a temporary folder, so notebooks/ (committed) is left as it is."""
+    clone has no gradebook.db, a new PostgreSQL database no tables): nbgrader generate_assignment from
+    solutions/ records the source cells and their checksums, writing its release into a temporary folder, so
+    notebooks/ (committed) is left as it is. Done once, before any autograde process starts."""
     root = runner.root
-    notebooks = gradebook_notebooks(root / "gradebook.db", assignment)
+    db_url = runner.db_url or gradebook_url(root)
+    try:
+        notebooks = gradebook_notebooks(db_url, assignment)
+    except GradebookUnreachable as why:
+        raise SystemExit(f"cannot reach the gradebook {shown_url(db_url)}: {why}") from None
     if notebooks:
         return notebooks
     with tempfile.TemporaryDirectory(prefix="release-") as release:
         _, seconds = runner.stage(["generate_assignment", assignment, f"--CourseDirectory.release_directory={release}"],
                                   "creating the gradebook")
-    notebooks = gradebook_notebooks(root / "gradebook.db", assignment)
-    say(f"gradebook: {root / 'gradebook.db'} created from solutions/{assignment}/ "
-        f"({len(notebooks)} notebooks; notebooks/ left as committed) ({seconds:.0f} s)")
+    notebooks = gradebook_notebooks(db_url, assignment)
+    where = root / "gradebook.db" if db_url == gradebook_url(root) and is_sqlite(db_url) else shown_url(db_url)
+    say(f"gradebook: {where} {'created' if is_sqlite(db_url) else 'given the assignment'} from "
+        f"solutions/{assignment}/ ({len(notebooks)} notebooks; notebooks/ left as committed) ({seconds:.0f} s)")
     return notebooks
+
+
+# --- autograding a course ------------------------------------------------------------------------
 
 
 def submissions(root: Path, assignment: str = ASSIGNMENT) -> dict[str, list[Path]]:
@@ -315,15 +426,56 @@ def submissions(root: Path, assignment: str = ASSIGNMENT) -> dict[str, list[Path
     return found
 
 
-def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False) -> int:
-    """`make autograde`: nbgrader autograde of everything in submitted/, with progress, then the table."""
+def jobs_setting() -> int:
+    """GRADER_JOBS (default 1): nbgrader processes autograding at once."""
+    value = os.environ.get("GRADER_JOBS", "").strip() or "1"
+    if not value.isdigit() or int(value) < 1:
+        raise SystemExit(f"GRADER_JOBS={value!r}: give a number of nbgrader processes, 1 or more")
+    return int(value)
+
+
+def split_class(notebooks: dict[str, int], jobs: int) -> list[list[str]]:
+    """Disjoint groups of students, as many as ``jobs`` (fewer when there are fewer students), balanced by their
+    number of notebooks: each student, in nbgrader's order, joins the group with the fewest notebooks so far
+    (so every group starts near the top of the class)."""
+    groups: list[list[str]] = [[] for _ in range(max(1, min(jobs, len(notebooks))))]
+    load = [0] * len(groups)
+    for student in sorted(notebooks):
+        lightest = min(range(len(groups)), key=lambda i: (load[i], i))
+        groups[lightest].append(student)
+        load[lightest] += notebooks[student]
+    return groups
+
+
+def worker_shares(cores: int, jobs: int) -> list[int]:
+    """Sandboxed workers per local process: the cores shared out, at least one each."""
+    return [max(1, cores // jobs + (1 if i < cores % jobs else 0)) for i in range(jobs)]
+
+
+REFUSE_SQLITE = ("{jobs} nbgrader processes cannot share the SQLite gradebook {url}: SQLite takes one writer at a "
+                 "time. Give a PostgreSQL gradebook in GRADER_DB_URL (postgresql+psycopg://user@host/database; a "
+                 "local one for trying: python -m grader.postgres start), or use JOBS=1.")
+
+
+def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, jobs: int | None = None,
+              db_url: str | None = None, workers: int = 0) -> int:
+    """`make autograde`: nbgrader autograde of everything in submitted/, with progress, then the table.
+
+    With ``jobs`` > 1 (default: GRADER_JOBS, else 1), that many nbgrader processes autograde disjoint groups of
+    students at once, writing one gradebook, which must then be a database server's (``db_url``, default:
+    GRADER_DB_URL): SQLite is refused. ``workers``: sandboxed workers per process (default: the cores shared
+    out, or TrustedExecute's configuration with one process)."""
     root = root.resolve()
+    db_url = db_url or gradebook_url(root)
+    jobs = jobs or jobs_setting()
     handed_in = submissions(root, assignment)
     if not any(handed_in.values()):
         say(f"Nothing to grade: no notebooks in {root / 'submitted'}/<student>/{assignment}/ "
             "(nbgrader collect puts them there, or copy them in).")
         return 0
-    runner = Nbgrader(root)
+    if jobs > 1 and is_sqlite(db_url):
+        raise SystemExit(REFUSE_SQLITE.format(jobs=jobs, url=shown_url(db_url)))
+    runner = Nbgrader(root, db_url=db_url)
     notebooks = ensure_gradebook(runner, assignment)
     known = {f"{name}.ipynb" for name in notebooks}
     skipped = []
@@ -333,26 +485,79 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False) -> 
             say(f"    warning: {student} not graded: submitted/{student}/{assignment}/ holds no notebook of "
                 f"{assignment} ({found}; expected {', '.join(sorted(known))})")
             skipped.append(student)
-    total = sum(1 for student, files in handed_in.items() if student not in skipped for f in files if f.name in known)
-    students = len(handed_in) - len(skipped)
-    say(f"autograde: {students} students, {total} notebooks, each in a sandbox; nbgrader records them one by one")
-    args = ["autograde", assignment, *(["--force"] if force else [])]
-    if skipped:
-        args.append("--CourseDirectory.student_id_exclude=" + ",".join(skipped))
-    returncode, graded, seconds = runner.run(args, total) if students else (0, 0, 0.0)
-    say(f"autograde: {graded}/{total} notebooks graded ({seconds:.0f} s)"
-        + ("" if graded == total or force else "; the others were autograded before (run with --force to redo them)"))
-    say("\n" + render_scores(gradebook_scores(f"sqlite:///{root / 'gradebook.db'}", assignment)) + "\n")
+    counts = {student: sum(1 for f in files if f.name in known) for student, files in handed_in.items()
+              if student not in skipped}
+    total = sum(counts.values())
+    groups = split_class(counts, jobs) if counts else []
+    say(f"autograde: {len(counts)} students, {total} notebooks, each in a sandbox; "
+        + ("nbgrader records them one by one" if len(groups) <= 1 else
+           f"{len(groups)} nbgrader processes record them, sharing the gradebook {shown_url(db_url)}"))
+    with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
+        run = _autograde_jobs(runner, assignment, force, groups, skipped, list(handed_in), total, Path(scratch),
+                              workers)
+        graded, seconds, failed = run if groups else (0, 0.0, [])
+        say(f"autograde: {graded}/{total} notebooks graded ({seconds:.0f} s)"
+            + ("" if graded == total or force else "; the others were autograded before (run with --force to redo them)"))
+        table: dict[str, dict[str, tuple[float, float]]] | None = {}
+        for number in range(1, len(groups) + 1):  # each process read its students' scores after recording them
+            written = Path(scratch) / f"scores-{number}.json"
+            if table is None or not written.is_file():
+                table = None
+                continue
+            table.update({s: {e: (v[0], v[1]) for e, v in row.items()}
+                          for s, row in json.loads(written.read_text(encoding="utf-8")).items()})
+    say("\n" + render_scores(table if table is not None else gradebook_scores(db_url, assignment)) + "\n")
     flagged = flag_line(root, assignment)
     if flagged:
         say(flagged)
     say(f"Autograded notebooks: {root / 'autograded'}/<student>/{assignment}/")
     problems = len(runner.problems) + len(skipped)
-    say(f"nbgrader's full log: {runner.log}" + (f" ({problems} warning(s) or error(s) above)" if problems else ""))
-    if returncode != 0:
-        say(f"nbgrader autograde failed for some students (exit status {returncode}); see the lines above and the log.")
-        return 1
-    return 0
+    logs = runner.log if len(groups) <= 1 else f"{root}/nbgrader-job<N>.log (N = 1..{len(groups)})"
+    say(f"nbgrader's full log: {logs}" + (f" ({problems} warning(s) or error(s) above)" if problems else ""))
+    for job in failed:
+        say(f"nbgrader autograde failed for some students{' in ' + job.label if job.label else ''} "
+            f"(exit status {job.returncode}); see the lines above and its log: {job.log}")
+    return 1 if failed else 0
+
+
+def _autograde_jobs(runner: Nbgrader, assignment: str, force: bool, groups: list[list[str]], skipped: list[str],
+                    everyone: list[str], total: int, scratch: Path, workers: int = 0) -> tuple[int, float, list[Job]]:
+    """Start one nbgrader process per group (``python -m grader.nbgrader_job``), wait for all; (notebooks graded,
+    seconds, the jobs that failed)."""
+    root, db_url = runner.root, runner.db_url
+    on_cluster = bool(os.environ.get("GRADER_SCHEDULER", "").strip())  # a Dask cluster grades: no local pool
+    if workers:
+        shares = [workers] * len(groups)
+    elif len(groups) > 1 and not on_cluster:
+        shares = worker_shares(os.cpu_count() or 1, len(groups))
+    else:
+        shares = [0] * len(groups)
+    jobs: list[Job] = []
+    for number, (group, workers) in enumerate(zip(groups, shares), 1):
+        members = set(group)
+        exclude = scratch / f"exclude-{number}.txt"
+        exclude.write_text("\n".join(s for s in everyone if s not in members or s in skipped) + "\n", encoding="utf-8")
+        command = [sys.executable, "-m", "grader.nbgrader_job", "--root", str(root), "--db-url", db_url,
+                   "--workers", str(workers), "--exclude", str(exclude),
+                   *(["--no-early-pool"] if on_cluster else []),
+                   "--scores", str(scratch / f"scores-{number}.json"),
+                   "--", "autograde", assignment, *(["--force"] if force else [])]
+        if len(groups) == 1:
+            jobs.append(Job("", command, runner.log, group))
+        else:
+            jobs.append(Job(f"job {number}/{len(groups)}", command, root / f"nbgrader-job{number}.log", group))
+    if len(jobs) > 1:
+        for old in root.glob("nbgrader-job*.log"):
+            old.unlink()
+        with open(runner.log, "a", encoding="utf-8") as log:
+            for job in jobs:
+                log.write(f"{job.label}: {len(job.students)} students ({_names(job.students)}); log: {job.log}\n")
+    graded, seconds = runner.run_jobs(jobs, total, append=len(jobs) == 1)
+    return graded, seconds, [job for job in jobs if job.returncode != 0]
+
+
+def _names(students: list[str], shown: int = 5) -> str:
+    return ", ".join(students[:shown]) + (f", ... ({len(students) - shown} more)" if len(students) > shown else "")
 
 
 def demo(workdir: Path) -> int:
@@ -362,7 +567,7 @@ def demo(workdir: Path) -> int:
         shutil.rmtree(root)
     root.mkdir(parents=True)
     os.symlink(REPO / "solutions", root / "solutions")
-    runner = Nbgrader(root)
+    runner = Nbgrader(root, db_url=f"sqlite:///{root / 'gradebook.db'}")  # its own, whatever GRADER_DB_URL says
     say(f"Demo course in {root} (instructor notebooks from {REPO / 'solutions'})")
     release = ["--CourseDirectory.release_directory=release"]
     _, seconds = runner.stage(["generate_assignment", ASSIGNMENT, "--force", *release], "releasing the assignment")
@@ -418,15 +623,26 @@ def main(argv: list[str] | None = None) -> int:
     a = sub.add_parser("autograde", help="nbgrader autograde of submitted/ (creating the gradebook if needed), then the table")
     a.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
     a.add_argument("--force", action="store_true", help="autograde again the submissions autograded before")
+    a.add_argument("--jobs", type=int, default=None,
+                   help="nbgrader processes over disjoint groups of students (default: GRADER_JOBS, else 1); "
+                        "more than 1 needs a PostgreSQL gradebook (GRADER_DB_URL or --db-url)")
+    a.add_argument("--db-url", default=None,
+                   help="the gradebook, as nbgrader's CourseDirectory.db_url (default: GRADER_DB_URL, else "
+                        "sqlite:///<course>/gradebook.db)")
+    a.add_argument("--workers", type=int, default=0,
+                   help="sandboxed workers per nbgrader process (default: the cores shared out between them)")
     s = sub.add_parser("scores", help="print scores per student and exercise from a gradebook")
-    s.add_argument("--db", default="sqlite:///gradebook.db")
+    s.add_argument("--db", default=os.environ.get("GRADER_DB_URL", "").strip() or "sqlite:///gradebook.db",
+                   help="the gradebook's URL (default: GRADER_DB_URL, else sqlite:///gradebook.db)")
     s.add_argument("--root", type=Path, default=None,
                    help="course folder with grader_results/ (default: the gradebook's folder)")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.dir)
     if args.command == "autograde":
-        return autograde(args.root, force=args.force)
+        if args.jobs is not None and args.jobs < 1:
+            parser.error("--jobs needs 1 or more")
+        return autograde(args.root, force=args.force, jobs=args.jobs, db_url=args.db_url, workers=args.workers)
     say(render_scores(gradebook_scores(args.db)))
     flagged = flag_line(args.root or course_root(args.db))
     if flagged:

@@ -467,6 +467,15 @@ EN.update({
         "grading stopped while grading {current}: {cause}. This is a problem of the grading machine, not of any "
         "student; the students finished before are graded, {current} and the ones after it are not.",
         "Fix it (`make install`; check that bubblewrap works), then run autograde again: it grades the rest."),
+    "setup_failed_cluster": Message(  # the same, when a Dask cluster grades (c.TrustedExecute.scheduler)
+        "grading cannot start: {cause}. This is a problem of the grading machines, not of any student; "
+        "nothing was recorded.",
+        "Fix the Dask scheduler or workers named (README, 'Grading on many machines'), then run autograde again."),
+    "setup_failed_midway_cluster": Message(
+        "grading stopped while grading {current}: {cause}. This is a problem of the grading machines, not of any "
+        "student; the students finished before are graded, {current} and the ones after it are not.",
+        "Fix the Dask scheduler or workers named (README, 'Grading on many machines'), then run autograde again: "
+        "it grades the rest."),
     "flagged_notebook": Message(
         "{name} flagged for review: {what}",
         "Open that cell in the autograded notebook and decide; the grader only reports what the code attempted."),

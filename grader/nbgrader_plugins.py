@@ -114,23 +114,21 @@ class OverwriteReleasedCells(OverwriteCells):
     cell is exactly as released. Either way the instructor's cell is put back, as nbgrader does."""
 
     def preprocess_cell(self, cell: Any, resources: Any, cell_index: int) -> tuple[Any, Any]:
-        self._as_released = self._is_as_released(cell)
+        self._as_released = self._is_as_released(cell, resources)
         return super().preprocess_cell(cell, resources, cell_index)
 
-    def _is_as_released(self, cell: Any) -> bool:
+    def _is_as_released(self, cell: Any, resources: Any) -> bool:
         from nbgrader.api import MissingEntry
-        from nbgrader.preprocessors import ClearHiddenTests
 
         grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if grade_id is None:
             return False
         try:
-            source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            released = instructor_notebook(resources["nbgrader"]["db_url"], self.assignment_id,
+                                           self.notebook_id).released().get(grade_id)
         except MissingEntry:
             return False
-        released = nbformat.v4.new_code_cell(source.source)
-        ClearHiddenTests(parent=self)._remove_hidden_test_region(released)
-        return cell.get("source", "") == released.source
+        return released is not None and cell.get("source", "") == released
 
     def report_change(self, name: str, attr: str, old: Any, new: Any) -> None:
         if attr == "checksum" and getattr(self, "_as_released", False):
@@ -143,6 +141,7 @@ class OverwriteReleasedCells(OverwriteCells):
 
 import atexit  # noqa: E402
 import copy  # noqa: E402
+import os  # noqa: E402
 import threading  # noqa: E402
 from concurrent.futures import Future, ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -151,11 +150,65 @@ from typing import Any  # noqa: E402
 from nbconvert.exporters import NotebookExporter  # noqa: E402
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output  # noqa: E402
 from nbgrader.preprocessors import NbGraderPreprocessor  # noqa: E402
-from traitlets import Bool, Float, Int, List, Type  # noqa: E402
+from traitlets import Bool, Float, Int, List, Type, Unicode  # noqa: E402
 
 
-RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json
+from .report import RESULTS_DIR  # noqa: E402 (<course root>/grader_results/<assignment>/<student>/<notebook>.json)
 MAX_NOTEBOOK_BYTES = 100 * 2**20  # a submission larger than this is not read
+
+
+# --- the instructor's notebooks, as the gradebook holds them ----------------------------------------------------
+
+
+class InstructorNotebook:
+    """One notebook of an assignment as the gradebook holds it (its cells, points, kernelspec): read once per
+    process, since it does not change while a class is autograded (every plugin used to query the gradebook for it
+    again, for every student: a quarter of nbgrader's own time per notebook)."""
+
+    def __init__(self, notebook: Any) -> None:
+        import json
+
+        self.points = {g.name: g.max_score for g in notebook.grade_cells}
+        self.code_grades = {g.name for g in notebook.grade_cells if g.cell_type == "code"}
+        self.solutions = {c.name for c in notebook.solution_cells}
+        self.tasks = {t.name: t.max_score for t in notebook.task_cells}
+        self.kernelspec = json.loads(notebook.kernelspec) if notebook.kernelspec else None
+        # (name, cell type, source, locked, checksum), in the gradebook's order
+        self.source_cells = [(c.name, c.cell_type, c.source, bool(c.locked), c.checksum) for c in notebook.source_cells]
+        self._released: dict[str, str] | None = None
+
+    def known(self) -> set[str]:
+        return {name for name, *_ in self.source_cells}
+
+    def released(self) -> dict[str, str]:
+        """grade_id -> the source of each code cell as students received it (hidden tests removed)."""
+        if self._released is None:
+            from nbgrader.preprocessors import ClearHiddenTests
+
+            clear = ClearHiddenTests()
+            released = {}
+            for name, cell_type, source, *_ in self.source_cells:
+                cell = nbformat.v4.new_code_cell(source)
+                clear._remove_hidden_test_region(cell)
+                released[name] = cell.source
+            self._released = released
+        return self._released
+
+
+_INSTRUCTOR: dict[tuple[str, str, str], InstructorNotebook] = {}
+
+
+def instructor_notebook(db_url: str, assignment: str, notebook_id: str) -> InstructorNotebook:
+    """The gradebook's ``notebook_id`` of ``assignment`` (nbgrader's MissingEntry when it has none), read once."""
+    key = (str(db_url), assignment, notebook_id)
+    found = _INSTRUCTOR.get(key)
+    if found is None:
+        from nbgrader.api import Gradebook
+
+        with Gradebook(db_url) as gb:
+            found = InstructorNotebook(gb.find_notebook(notebook_id, assignment))
+        _INSTRUCTOR[key] = found
+    return found
 
 
 # --- submissions nbgrader cannot read -------------------------------------------------------------------
@@ -238,34 +291,25 @@ def _json_type(value: Any) -> str:
 def placeholder_notebook(db_url: str, assignment: str, notebook_id: str, reason: str) -> Any:
     """Stands for an unreadable submission: the instructor's cells as released (from the gradebook), after a
     notice saying why; nbgrader then puts back and records every test cell, each failed with ``reason``."""
-    import json
-
-    from nbgrader.api import Gradebook
-
     from .messages import message, say
 
     cells = [new_markdown_cell(say("unreadable_notice", reason=reason) + " " + message("unreadable_notice").hint)]
-    with Gradebook(db_url) as gb:
-        notebook = gb.find_notebook(notebook_id, assignment)
-        points = {g.name: g.max_score for g in notebook.grade_cells}
-        solutions = {c.name for c in notebook.solution_cells}
-        tasks = {t.name: t.max_score for t in notebook.task_cells}
-        kernelspec = json.loads(notebook.kernelspec) if notebook.kernelspec else None
-        for source in notebook.source_cells:
-            meta: dict[str, Any] = {"grade_id": source.name, "grade": source.name in points,
-                                    "solution": source.name in solutions, "locked": bool(source.locked),
-                                    "schema_version": 3}
-            if source.name in points:
-                meta["points"] = points[source.name]
-            if source.name in tasks:
-                meta.update(task=True, points=tasks[source.name])
-            if source.checksum:
-                meta["checksum"] = source.checksum
-            make = new_code_cell if source.cell_type == "code" else new_markdown_cell
-            cells.append(make(source.source, metadata={"nbgrader": meta}))
+    notebook = instructor_notebook(db_url, assignment, notebook_id)
+    points, tasks = notebook.points, notebook.tasks
+    for name, cell_type, source, locked, checksum in notebook.source_cells:
+        meta: dict[str, Any] = {"grade_id": name, "grade": name in points, "solution": name in notebook.solutions,
+                                "locked": locked, "schema_version": 3}
+        if name in points:
+            meta["points"] = points[name]
+        if name in tasks:
+            meta.update(task=True, points=tasks[name])
+        if checksum:
+            meta["checksum"] = checksum
+        make = new_code_cell if cell_type == "code" else new_markdown_cell
+        cells.append(make(source, metadata={"nbgrader": meta}))
     nb = new_notebook(cells=cells)
-    if kernelspec:
-        nb.metadata["kernelspec"] = kernelspec
+    if notebook.kernelspec:
+        nb.metadata["kernelspec"] = notebook.kernelspec
     return nb
 
 
@@ -289,13 +333,12 @@ class SubmissionExporter(NotebookExporter):
             from nbgrader.converters.base import NbGraderException
 
             from . import runner, sandbox
-            from .messages import message, say
 
             plugin = TrustedExecute(parent=self)
             try:
                 _CLASSROOM.start(plugin, plugin._hide(converter.coursedir.db_url))
             except (sandbox.SetupError, runner.SandboxRefused) as exc:
-                self.log.error("%s %s", say("setup_failed", cause=_one_line(exc)), message("setup_failed").hint)
+                self.log.error("%s %s", *plugin.setup_problem("setup_failed", cause=_one_line(exc)))
                 raise NbGraderException(str(exc)) from None  # nbgrader exits 1; nothing was recorded
 
     def from_filename(self, filename: str, resources: Any = None, **kw: Any) -> tuple[Any, Any]:
@@ -348,11 +391,8 @@ class SubmissionExporter(NotebookExporter):
 def _foreign(nb: Any, db_url: str, assignment: str, notebook_id: str) -> str:
     """Why a readable notebook is not this course's ``notebook_id`` (none of its cells is one of the exercise or
     test cells the gradebook knows for it), or ""."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(db_url) as gb:
-        notebook = gb.find_notebook(notebook_id, assignment)
-        ours = {c.name for c in notebook.grade_cells} | {c.name for c in notebook.solution_cells}
+    notebook = instructor_notebook(db_url, assignment, notebook_id)
+    ours = set(notebook.points) | notebook.solutions
     theirs = {str(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")) for cell in nb.cells
               if isinstance(cell.get("metadata", {}).get("nbgrader"), dict)}
     if not ours or not nb.cells or theirs & ours:  # (an empty notebook: nbgrader's sanitizing says so, below)
@@ -381,11 +421,8 @@ class ForgetUnknownCells(NbGraderPreprocessor):
     back by OverwriteCells (add_missing_cells) and graded as usual."""
 
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        from nbgrader.api import Gradebook
-
         info = resources["nbgrader"]
-        with Gradebook(info["db_url"]) as gb:
-            known = {c.name for c in gb.find_notebook(info["notebook"], info["assignment"]).source_cells}
+        known = instructor_notebook(info["db_url"], info["assignment"], info["notebook"]).known()
         for cell in nb.cells:
             meta = cell.get("metadata", {})
             grade_id = meta.get("nbgrader", {}).get("grade_id")
@@ -393,6 +430,59 @@ class ForgetUnknownCells(NbGraderPreprocessor):
                 self.log.warning("cell %r is not in the gradebook (renamed?): graded as plain code", grade_id)
                 del meta["nbgrader"]
         return nb, resources
+
+
+class CheckCellMetadata(NbGraderPreprocessor):
+    """nbgrader's CheckCellMetadata, with the schema compiled once: nbgrader's checks each cell with
+    ``jsonschema.validate``, which first checks the schema itself against JSON Schema's meta-schema, every time
+    (a seventh of nbgrader's own time per notebook, for a schema that never changes). Same checks, same errors."""
+
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        import traceback
+
+        from nbgrader.nbgraderformat import ValidationError
+
+        try:
+            _metadata_validator().validate_nb(nb)
+        except ValidationError:
+            self.log.error(traceback.format_exc())
+            msg = "Notebook failed to validate; the nbgrader metadata may be corrupted."
+            self.log.error(msg)
+            raise ValidationError(msg)
+        return nb, resources
+
+
+_METADATA_VALIDATOR: list[Any] = []
+
+
+def _metadata_validator() -> Any:
+    """nbgrader's MetadataValidator whose cells are checked by one compiled jsonschema validator."""
+    if not _METADATA_VALIDATOR:
+        import jsonschema
+        from nbgrader.nbgraderformat import MetadataValidator, SchemaTooNewError, SchemaTooOldError
+
+        class CompiledMetadataValidator(MetadataValidator):
+            def __init__(self) -> None:
+                super().__init__()
+                jsonschema.validators.validator_for(self.schema).check_schema(self.schema)  # once
+                self.compiled = jsonschema.validators.validator_for(self.schema)(self.schema)
+
+            def validate_cell(self, cell: Any) -> None:  # nbgrader's, but for the compiled schema
+                if "nbgrader" not in cell.metadata:
+                    return
+                schema = cell.metadata["nbgrader"].get("schema_version", 0)
+                if schema < self.schema_version:
+                    raise SchemaTooOldError(f"Outdated schema version: {schema} (expected {self.schema_version})",
+                                            schema, self.schema_version)
+                if schema > self.schema_version:
+                    raise SchemaTooNewError(f"Schema version is too new: {schema} (expected {self.schema_version})",
+                                            schema, self.schema_version)
+                error = jsonschema.exceptions.best_match(self.compiled.iter_errors(cell.metadata["nbgrader"]))
+                if error is not None:
+                    raise error
+
+        _METADATA_VALIDATOR.append(CompiledMetadataValidator())
+    return _METADATA_VALIDATOR[0]
 
 
 class HideHiddenTests(NbGraderPreprocessor):
@@ -435,11 +525,29 @@ class TrustedExecute(NbGraderPreprocessor):
                                          "Only for code you trust.").tag(config=True)
     parallel = Bool(True, help="Grade the whole class ahead, in a pool of sandboxed workers (one per core), "
                                "while nbgrader records the results one notebook at a time.").tag(config=True)
-    workers = Int(0, help="Sandboxed workers grading at once (0: one per core).").tag(config=True)
+    workers = Int(0, help="Sandboxed workers grading at once (0: one per core). With a Dask scheduler: wait "
+                          "until its workers have that many threads (0: one worker).").tag(config=True)
+    scheduler = Unicode("", help="Address of a Dask scheduler (e.g. 'tcp://host:8786'): notebooks then run in the "
+                                 "sandboxes of its Dask workers, on other machines, and are judged here. Empty: the "
+                                 "environment variable GRADER_SCHEDULER; both empty: this machine's own pool "
+                                 "(README: 'Grading on many machines').").tag(config=True)
     pool_class = Type("grader.pool.Pool", klass=object,
                       help="The pool of sandboxed workers: called as pool_class(hide=[...], workers=None or 1). "
                            "Raises grader.sandbox.SetupError when a worker never becomes ready. "
                            "For tests of the grading machinery only.").tag(config=True)
+
+    def scheduler_address(self) -> str:
+        """The Dask scheduler to grade on ("": this machine): the ``scheduler`` setting, else $GRADER_SCHEDULER."""
+        import os
+
+        return (self.scheduler or os.environ.get("GRADER_SCHEDULER", "")).strip()
+
+    def setup_problem(self, key: str, **fields: str) -> tuple[str, str]:
+        """(what happened, what to do) for a setup problem: of this machine's sandbox, or of the Dask cluster."""
+        from .messages import message, say
+
+        key = key + "_cluster" if self.scheduler_address() else key
+        return say(key, **fields), message(key).hint
 
     def _coursedir(self) -> Any:
         return getattr(getattr(getattr(self, "parent", None), "parent", None), "coursedir", None)
@@ -451,18 +559,15 @@ class TrustedExecute(NbGraderPreprocessor):
     @staticmethod
     def _trusted_cells(db_url: str, assignment: str, notebook_id: str) -> dict[str, Any]:
         """grade_id -> the instructor's test and locked cells, from the gradebook (hidden tests included)."""
-        from nbgrader.api import Gradebook
-
         cells: dict[str, Any] = {}
-        with Gradebook(db_url) as gb:
-            notebook = gb.find_notebook(notebook_id, assignment)
-            points = {g.name: g.max_score for g in notebook.grade_cells if g.cell_type == "code"}
-            for source in notebook.source_cells:
-                if source.cell_type != "code" or not (source.locked or source.name in points):
-                    continue
-                meta = {"grade_id": source.name, "locked": bool(source.locked), "grade": source.name in points,
-                        "points": points.get(source.name, 0), "solution": False}
-                cells[source.name] = new_code_cell(source.source, metadata={"nbgrader": meta})
+        notebook = instructor_notebook(db_url, assignment, notebook_id)
+        points = {name: notebook.points[name] for name in notebook.code_grades}
+        for name, cell_type, source, locked, _ in notebook.source_cells:
+            if cell_type != "code" or not (locked or name in points):
+                continue
+            meta = {"grade_id": name, "locked": locked, "grade": name in points, "points": points.get(name, 0),
+                    "solution": False}
+            cells[name] = new_code_cell(source, metadata={"nbgrader": meta})
         return cells
 
     def _save(self, result: Any, info: dict[str, Any]) -> None:
@@ -477,16 +582,13 @@ class TrustedExecute(NbGraderPreprocessor):
         (folder / f"{info['notebook']}.json").write_text(json.dumps(result.as_dict(), indent=1), encoding="utf-8")
 
     def _hide(self, db_url: str) -> list[Path]:
-        root = self._course_root()
-        hide = [root] if root else []
-        db_path = str(db_url).removeprefix("sqlite:///")
-        if db_path and db_path != db_url:
-            hide.append(Path(db_path).resolve().parent)
-        return sorted(set(hide))
+        from .sandbox import course_hidden
+
+        return course_hidden(self._course_root(), db_url)
 
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         from . import runner, sandbox
-        from .messages import message, say
+        from .messages import say
 
         info = resources["nbgrader"]
         name = f"{info['student']}/{info['assignment']}/{info['notebook']}"
@@ -496,19 +598,20 @@ class TrustedExecute(NbGraderPreprocessor):
             future = _CLASSROOM.ahead(self, info, hide) if self.parallel else _CLASSROOM.start(self, hide)
             unreadable = _CLASSROOM.unreadable.get(key)
             if unreadable:
-                _CLASSROOM.futures.pop(key, None)
+                if future is not None:
+                    future.cancel()
                 trusted = self._trusted_cells(info["db_url"], info["assignment"], info["notebook"])
                 result = _unreadable_result(name, trusted, unreadable)
-            elif future is not None and key in _CLASSROOM.futures:
-                result = _CLASSROOM.futures.pop(key).result()
+            elif future is not None:
+                result = future.result()
             else:
                 cells = runner.cells_to_run(nb, self._trusted_cells(info["db_url"], info["assignment"], info["notebook"]))
                 result = runner.grade_cells(name, cells, "the gradebook", self.timeout, self.allow_unsandboxed, hide,
                                             _CLASSROOM.pool)
         except (sandbox.SetupError, runner.SandboxRefused) as exc:
             # nbgrader would blame this student and go on to fail every other one: stop the run instead
-            self.log.error("%s %s", say("setup_failed_midway", current=info["student"], cause=_one_line(exc)),
-                           message("setup_failed_midway").hint)
+            self.log.error("%s %s", *self.setup_problem("setup_failed_midway", current=info["student"],
+                                                        cause=_one_line(exc)))
             _CLASSROOM.close()
             coursedir = self._coursedir()
             if coursedir is not None:  # as nbgrader does for a failed student: a re-run then grades it again
@@ -588,14 +691,14 @@ def _write_verdicts(nb: Any, result: Any) -> None:
 
 
 class _Classroom:
-    """The class being autograded: one pool of sandboxed workers, every submission graded ahead of nbgrader."""
+    """The class being autograded: one pool of sandboxed workers, grading the class ahead of nbgrader (a
+    ``_Feeder`` per assignment hands the submissions to the pool, in nbgrader's order, a window ahead)."""
 
     def __init__(self) -> None:
         self.pool: Any = None
         self.unsandboxed = False  # no sandbox here, and the instructor allowed grading without one
-        self.futures: dict[tuple[str, str, str], Future] = {}
         self.unreadable: dict[tuple[str, str, str], str] = {}  # (student, assignment, notebook) -> why
-        self.started: set[str] = set()
+        self.feeders: dict[str, _Feeder] = {}  # assignment -> its feeder
         self.lock = threading.Lock()
         self.executor: ThreadPoolExecutor | None = None
 
@@ -606,79 +709,219 @@ class _Classroom:
             self._start(plugin, hide)
 
     def _start(self, plugin: TrustedExecute, hide: list[Path]) -> None:
+        from . import pool as pools
         from . import runner, sandbox
 
         if self.pool is not None or self.unsandboxed:
             return
-        ok, why = sandbox.available()
+        from .pool import Pool
+
+        address = plugin.scheduler_address()
+        ok, why = (True, "") if address else sandbox.available()  # with Dask, the workers' sandboxes are checked
         if not ok:
             if not plugin.allow_unsandboxed:
                 raise runner.SandboxRefused(f"refusing to autograde without a sandbox: {why}. Set "
                                             "c.TrustedExecute.allow_unsandboxed = True only for trusted code.")
             self.unsandboxed = True
             return
+        count = (plugin.workers or None) if plugin.parallel else 1
         try:
-            count = (plugin.workers or None) if plugin.parallel else 1
-            pool = plugin.pool_class(hide=hide, **({"workers": count} if count else {}))
+            if address and plugin.pool_class is Pool:
+                pools.discard_early()  # a pool started early on this machine is not the one asked for
+                from .cluster import DaskPool
+
+                pool = DaskPool(hide=hide, workers=count, scheduler=address)
+                plugin.log.info("grading on the Dask cluster at %s: %s", address, pool.describe())
+            else:
+                # the pool `python -m grader.nbgrader_job` started while nbgrader was starting, when it is the one
+                # this configuration asks for (else it is closed, and this one started)
+                pool = pools.take_early(hide, count) if plugin.pool_class is pools.Pool else None
+                if pool is None:
+                    pools.discard_early()
+                    pool = plugin.pool_class(hide=hide, **({"workers": count} if count else {}))
         except sandbox.SetupError:
             raise
         except Exception as exc:
             raise sandbox.SetupError(f"the pool of sandboxed workers could not start ({type(exc).__name__}: "
                                      f"{_one_line(exc)})") from exc
         self.pool = pool
-        self.executor = ThreadPoolExecutor(max_workers=getattr(pool, "size", 1))
-        atexit.register(self.close)
+        # notebooks kept in flight: one per sandbox (a Dask cluster: its threads when grading starts)
+        self.executor = ThreadPoolExecutor(max_workers=getattr(pool, "in_flight", 0) or getattr(pool, "size", 1),
+                                           thread_name_prefix="grader-ahead")
+        # Before the interpreter joins ThreadPoolExecutor threads at exit (threading's own exit hooks, which run
+        # before atexit's): grading left queued then (nbgrader stopped early) is cancelled, not waited for.
+        register = getattr(threading, "_register_atexit", atexit.register)
+        register(self.close)
 
     def ahead(self, plugin: TrustedExecute, info: dict[str, Any], hide: list[Path]) -> Future | None:
-        """On the first notebook of an assignment, start grading every submission of it in the pool."""
-        from . import runner
-
+        """The notebook nbgrader is about to record, graded ahead in the pool (its Future), or None when it was
+        not (unreadable, not of this assignment, or no pool): then it is graded on its own. On the first
+        notebook of an assignment, the class starts streaming into the pool."""
         with self.lock:
             self._start(plugin, hide)
             if self.pool is None:
                 return None
             assignment = info["assignment"]
-            if assignment in self.started:
-                return self.futures.get((info["student"], assignment, info["notebook"]))
-            self.started.add(assignment)
-            coursedir = plugin._coursedir()
-            root = plugin._course_root()
-            if coursedir is None or root is None:
-                return None
-            import glob
-
-            trusted: dict[str, dict[str, Any]] = {}
-            pattern = coursedir.format_path(coursedir.submitted_directory, coursedir.student_id, assignment)
-            for folder in sorted(glob.glob(pattern)):
-                student = Path(folder).parent.name
-                for path in sorted(Path(folder).glob("*.ipynb")):
-                    notebook_id = path.stem
-                    if notebook_id not in trusted:
-                        try:
-                            trusted[notebook_id] = plugin._trusted_cells(info["db_url"], assignment, notebook_id)
-                        except Exception:
-                            continue  # not a notebook of this assignment: nbgrader will say so
-                    # one file's problem stays with that file: nbgrader grades it on its own when it gets there
-                    try:
-                        cells = runner.cells_to_run(read_submission(path), trusted[notebook_id])
-                    except UnreadableSubmission:
-                        continue  # SubmissionExporter says why, when nbgrader reads it
-                    except Exception as exc:
-                        plugin.log.warning("%s/%s/%s: not graded ahead (%s: %s)", student, assignment, notebook_id,
-                                           type(exc).__name__, _one_line(exc))
-                        continue
-                    assert self.executor is not None
-                    self.futures[(student, assignment, notebook_id)] = self.executor.submit(
-                        runner.grade_cells, f"{student}/{assignment}/{notebook_id}", cells, "the gradebook",
-                        plugin.timeout, False, hide, self.pool)
-            return self.futures.get((info["student"], assignment, info["notebook"]))
+            feeder = self.feeders.get(assignment)
+            if feeder is None:
+                coursedir = plugin._coursedir()
+                if coursedir is None or plugin._course_root() is None:
+                    return None
+                feeder = self.feeders[assignment] = _Feeder(self, plugin, coursedir, info, hide)
+        return feeder.take(info["student"], info["notebook"])
 
     def close(self) -> None:
+        for feeder in list(self.feeders.values()):
+            feeder.stop()
         executor, pool, self.executor, self.pool = self.executor, self.pool, None, None
         if executor is not None:
             executor.shutdown(cancel_futures=True)
         if pool is not None:
             pool.close()
+
+
+class _Feeder:
+    """Streams one assignment's submissions into the pool, in the order nbgrader records them, at most
+    ``window`` notebooks ahead of nbgrader: the first notebook is graded at once (nothing is read before it
+    that scales with the class), the pool is kept busy, and a class of any size holds a bounded memory.
+
+    nbgrader goes through the submitted folders sorted by path, and a folder's notebooks sorted by name; a
+    notebook's place in that order is (folder path, file name). Students nbgrader leaves out are left out too
+    (``CourseDirectory.student_id_exclude``, or autograded before and not ``--force``d nor re-submitted since);
+    whatever nbgrader goes past without asking for it is dropped, and when nbgrader is ahead, the feeder
+    jumps to where nbgrader is."""
+
+    def __init__(self, classroom: _Classroom, plugin: TrustedExecute, coursedir: Any, info: dict[str, Any],
+                 hide: list[Path]) -> None:
+        self.classroom, self.plugin, self.coursedir, self.hide = classroom, plugin, coursedir, hide
+        self.assignment, self.db_url = info["assignment"], info["db_url"]
+        self.force = bool(getattr(getattr(getattr(plugin, "parent", None), "parent", None), "force", False))
+        self.excluded = set(filter(None, (coursedir.student_id_exclude or "").split(",")))
+        self.window = 4 * getattr(classroom.pool, "size", 1) + 4
+        self.cond = threading.Condition()
+        self.pending: dict[tuple[str, str], tuple[tuple[str, str], Future]] = {}  # (student, notebook) -> (place, future)
+        self.position: tuple[str, str] | None = None  # place of the last notebook handed over or passed
+        self.requested: tuple[str, str] | None = None  # place of the last notebook nbgrader asked for
+        self.done = self.stopped = False
+        self.thread = threading.Thread(target=self._run, name=f"grader-feeder-{self.assignment}", daemon=True)
+        self.thread.start()
+
+    def place(self, student: str, notebook_id: str) -> tuple[str, str]:
+        folder = self.coursedir.format_path(self.coursedir.submitted_directory, student, self.assignment)
+        return folder, f"{notebook_id}.ipynb"
+
+    def take(self, student: str, notebook_id: str) -> Future | None:
+        """The Future of this notebook (then no longer the feeder's), waiting until the feeder has got that far;
+        None when it was not graded ahead."""
+        place = self.place(student, notebook_id)
+        with self.cond:
+            self.requested = max(place, self.requested or place)
+            for key, (where, future) in list(self.pending.items()):  # nbgrader went past them: not needed
+                if where < place:
+                    future.cancel()
+                    del self.pending[key]
+            while not (self.done or self.stopped) and (self.position is None or self.position < place):
+                self.cond.wait()
+            entry = self.pending.pop((student, notebook_id), None)
+            self.cond.notify_all()
+        return entry[1] if entry else None
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            for _, future in self.pending.values():
+                future.cancel()
+            self.pending.clear()
+            self.cond.notify_all()
+
+    def _will_grade(self, folder: str, student: str) -> bool:
+        """Whether nbgrader autogrades this student's submission (its BaseConverter.init_destination)."""
+        if student in self.excluded:
+            return False
+        if self.force:
+            return True
+        dest = self.coursedir.format_path(self.coursedir.autograded_directory, student, self.assignment)
+        if not os.path.exists(dest):
+            return True
+        new, old = _timestamp(folder), _timestamp(dest)
+        return new is not None and old is not None and new > old
+
+    def _run(self) -> None:
+        import glob
+
+        from . import runner
+
+        trusted: dict[str, dict[str, Any]] = {}
+        try:
+            pattern = self.coursedir.format_path(self.coursedir.submitted_directory, self.coursedir.student_id,
+                                                 self.assignment)
+            for folder in sorted(glob.glob(pattern)):
+                student = Path(folder).parent.name
+                if not self._will_grade(folder, student):
+                    continue
+                for path in sorted(Path(folder).glob("*.ipynb")):
+                    notebook_id, place = path.stem, (folder, path.name)
+                    with self.cond:
+                        while not self.stopped and len(self.pending) >= self.window and \
+                                not (self.requested and place < self.requested):
+                            self.cond.wait()
+                        if self.stopped:
+                            return
+                        if self.requested and place < self.requested:  # nbgrader is past it already
+                            self.position = place
+                            self.cond.notify_all()
+                            continue
+                    future = self._submit(runner, trusted, student, notebook_id, path)
+                    with self.cond:
+                        if future is not None:
+                            self.pending[(student, notebook_id)] = (place, future)
+                        self.position = place
+                        self.cond.notify_all()
+        except Exception as exc:  # nbgrader grades the rest on its own, one notebook at a time
+            self.plugin.log.warning("grading ahead stopped (%s: %s); the rest is graded one notebook at a time",
+                                    type(exc).__name__, _one_line(exc))
+        finally:
+            with self.cond:
+                self.done = True
+                self.cond.notify_all()
+
+    def _submit(self, runner: Any, trusted: dict[str, dict[str, Any]], student: str, notebook_id: str,
+                path: Path) -> Future | None:
+        if notebook_id not in trusted:
+            try:
+                trusted[notebook_id] = self.plugin._trusted_cells(self.db_url, self.assignment, notebook_id)
+            except Exception:
+                trusted[notebook_id] = {}  # not a notebook of this assignment: nbgrader will say so
+        if not trusted[notebook_id]:
+            return None
+        name = f"{student}/{self.assignment}/{notebook_id}"
+        # one file's problem stays with that file: nbgrader grades it on its own when it gets there
+        try:
+            cells = runner.cells_to_run(read_submission(path), trusted[notebook_id])
+        except UnreadableSubmission:
+            return None  # SubmissionExporter says why, when nbgrader reads it
+        except Exception as exc:
+            self.plugin.log.warning("%s: not graded ahead (%s: %s)", name, type(exc).__name__, _one_line(exc))
+            return None
+        executor = self.classroom.executor
+        if executor is None:
+            return None
+        try:
+            return executor.submit(runner.grade_cells, name, cells, "the gradebook", self.plugin.timeout, False,
+                                   self.hide, self.classroom.pool)
+        except RuntimeError:  # shut down meanwhile
+            return None
+
+
+def _timestamp(folder: str) -> Any:
+    """The submission time in ``folder``/timestamp.txt (as nbgrader reads it), or None."""
+    from nbgrader.utils import parse_utc
+
+    try:
+        with open(os.path.join(folder, "timestamp.txt")) as f:
+            return parse_utc(f.read().strip())
+    except Exception:
+        return None
 
 
 _CLASSROOM = _Classroom()

@@ -79,6 +79,11 @@ def _data(data: dict[str, Any]) -> dict[str, str]:
         value = data.get(mime)
         if isinstance(value, str) and BASE64.match(value):
             kept[mime] = value
+            # Built here, never the student's HTML: the image with the text the cell showed for it as alternative
+            # text ("<Figure size 640x480 with 1 Axes>"), so that feedback pages are accessible (nbconvert's lab
+            # template gives a PNG no alt and warns for every one).
+            alt = html.escape((plain or "a figure the cell drew").strip()[:200], quote=True)
+            kept.setdefault("text/html", f'<img alt="{alt}" src="data:{mime};base64,{value.strip()}"/>')
     latex = _text(data.get("text/latex"), 20_000)
     if latex is not None:
         kept["text/latex"] = latex

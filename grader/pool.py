@@ -18,6 +18,7 @@ Failures are charged to whoever caused them:
 
 from __future__ import annotations
 
+import atexit
 import collections
 import json
 import os
@@ -26,7 +27,8 @@ import secrets
 import subprocess
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,7 +215,7 @@ class Pool:
                 worker.close()
                 try:
                     worker = self._fresh()
-                except sandbox.SetupError:
+                except Exception:  # SetupError, or no new thread at interpreter exit: never lose the slot
                     pass  # the dead worker goes back: the next run() tries to replace it again, and says why
             self.idle.put(worker)
 
@@ -227,3 +229,64 @@ class Pool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# --- a pool started early -------------------------------------------------------------------------------------
+# `python -m grader.nbgrader_job` starts the pool first thing, in a thread: the workers import torch in their
+# sandboxes while nbgrader's process imports nbgrader. TrustedExecute then takes it (``take_early``) when its
+# configuration asks for that same pool; otherwise it is closed and the configured one is started.
+
+_early: tuple[tuple[tuple[str, ...], int | None], "Future[Pool]"] | None = None
+EARLY_TIMES: dict[str, float] = {}  # time.monotonic() when the early pool was started, was ready, was taken
+_early_lock = threading.Lock()
+
+
+def _early_key(hide: list[Path], workers: int | None) -> tuple[tuple[str, ...], int | None]:
+    return tuple(sorted(str(Path(p).resolve()) for p in hide)), (workers or None)
+
+
+def start_early(hide: list[Path], workers: int | None = None) -> None:
+    """Start ``Pool(hide, workers)`` in the background, for ``take_early`` to hand over; nothing when the sandbox
+    cannot start here (the one asking for a pool then says why)."""
+    global _early
+    if not sandbox.available()[0]:
+        return
+    starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grader-early-pool")
+    EARLY_TIMES["started"] = time.monotonic()
+
+    def start() -> Pool:
+        pool = Pool(hide=hide, workers=workers)
+        EARLY_TIMES["ready"] = time.monotonic()
+        return pool
+
+    with _early_lock:
+        _early = (_early_key(hide, workers), starter.submit(start))
+    starter.shutdown(wait=False)
+    atexit.register(discard_early, wait=True)  # never taken (nbgrader stopped before grading): close it
+
+
+def take_early(hide: list[Path], workers: int | None) -> "Pool | None":
+    """The pool ``start_early`` started with these arguments, once it is ready (raises ``sandbox.SetupError`` as
+    ``Pool`` does); None when none was started with them."""
+    global _early
+    with _early_lock:
+        if _early is None or _early[0] != _early_key(hide, workers):
+            return None
+        future, _early = _early[1], None
+    EARLY_TIMES["taken"] = time.monotonic()
+    return future.result()
+
+
+def discard_early(wait: bool = False) -> None:
+    """Close the pool started early and not taken, once it is up (its workers' cgroups are removed); with
+    ``wait``, before returning."""
+    global _early
+    with _early_lock:
+        early, _early = _early, None
+    if early is None:
+        return
+    if wait:
+        if early[1].exception() is None:
+            early[1].result().close()
+    else:
+        early[1].add_done_callback(lambda f: f.exception() is None and f.result().close())

@@ -2,6 +2,7 @@
 
     python -m grader.report                  # course in the current directory, after `nbgrader autograde`
     python -m grader.report --root .demo     # another course root
+    GRADER_DB_URL=postgresql+psycopg://... python -m grader.report   # a PostgreSQL gradebook (or --db URL)
 
 Reads nbgrader's gradebook (scores) and grader_results/ (the diagnoses and flags TrustedExecute saved), writes
 reports/class-report.html (plots embedded), reports/scores.csv (student × exercise),
@@ -24,6 +25,8 @@ from typing import Any
 
 
 Scores = dict[str, dict[str, tuple[float, float]]]  # student -> exercise -> (score, max)
+RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json: what
+# TrustedExecute saw in each notebook (verdicts, diagnoses, flags), written while autograding
 
 
 @dataclass
@@ -240,7 +243,6 @@ th {{ background: #f3f3f3; }} img {{ max-width: 100%; }} small {{ color: #666; }
 def build(root: Path, assignment: str, out: Path, db_url: str | None = None) -> Path:
     """Write the report for the course in ``root``; return the HTML page's path."""
     from .course import gradebook_scores
-    from .nbgrader_plugins import RESULTS_DIR
 
     scores = gradebook_scores(db_url or f"sqlite:///{(root / 'gradebook.db').resolve()}", assignment)
     diagnoses = diagnoses_from_results(root / RESULTS_DIR, assignment)
@@ -257,7 +259,6 @@ def build(root: Path, assignment: str, out: Path, db_url: str | None = None) -> 
 def flag_line(root: Path, assignment: str, out: Path | None = None) -> str:
     """'N submission(s) flagged for review: see reports/flags.csv' (writing that file), or '' when none."""
     from .messages import say
-    from .nbgrader_plugins import RESULTS_DIR
 
     flags = flags_from_results(root / RESULTS_DIR, assignment)
     if not flags:
@@ -272,12 +273,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("."), help="course root (holds gradebook.db)")
     parser.add_argument("--assignment", default="autograd")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <root>/reports)")
+    parser.add_argument("--db", default=None, help="the gradebook's URL (default: GRADER_DB_URL, else "
+                                                   "sqlite:///<root>/gradebook.db)")
     args = parser.parse_args(argv)
-    if not (args.root / "gradebook.db").exists():
+    from .course import gradebook_url
+
+    db_url = args.db or gradebook_url(args.root)
+    if db_url.startswith("sqlite:") and not (args.root / "gradebook.db").exists() and args.db is None:
         print(f"No gradebook.db in {args.root.resolve()}: run `make autograde` (nbgrader autograde) first.",
               file=sys.stderr)
         return 2
-    page = build(args.root, args.assignment, args.out or args.root / "reports")
+    page = build(args.root, args.assignment, args.out or args.root / "reports", db_url)
     print(f"Class report: {page}\n  scores:    {page.parent / 'scores.csv'}\n  diagnoses: {page.parent / 'diagnoses.csv'}"
           f"\n  flags:     {page.parent / 'flags.csv'}")
     line = flag_line(args.root, args.assignment, page.parent)

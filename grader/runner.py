@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import nbformat
 
 from . import outputs, sandbox, testcells, wire
+from .testcells import exercise_of  # noqa: F401 (part of this module's interface)
 from .diagnosis import CheckFailed
 from .messages import say
 
@@ -103,11 +105,6 @@ class NotebookResult:
                 for name, cells in self.by_exercise().items()
             },
         }
-
-
-def exercise_of(grade_id: str) -> str:
-    """'sinh-double-backward' -> 'sinh' (the exercise contract: test ids start with '<exercise>-')."""
-    return grade_id.split("-", 1)[0]
 
 
 def _nbgrader(cell: Any) -> dict[str, Any]:
@@ -202,6 +199,21 @@ def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = 
     result.outputs = [(outputs.source_key(c.source), outputs.sanitize(reported.get(("outputs", c.index)), room))
                       for c in cells if not c.graded and c.index >= 0]
     budget = JUDGE_SECONDS if judge_seconds is None else float(judge_seconds)
+    with _JUDGES:  # the budget starts once this notebook has a core of its own to be judged on
+        _judge_cells(result, cells, reported, problem, budget)
+    result.problem = problem
+    result.restored = restored
+    result.seconds = time.monotonic() - started
+    return result
+
+
+# Notebooks judged at once: one per core. A Dask cluster may hand back hundreds of results together; judged all at
+# once on a few cores, each would run out its judging budget and fail checks it passes.
+_JUDGES = threading.BoundedSemaphore(os.cpu_count() or 1)
+
+
+def _judge_cells(result: NotebookResult, cells: list[Cell], reported: dict[Any, dict[str, Any]], problem: str,
+                 budget: float) -> None:
     deadline = time.monotonic() + budget
     for cell in cells:
         if not cell.graded:
@@ -225,10 +237,6 @@ def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = 
         ok, message, findings = _judge_cell(cell, entry, _failed_before(cell, cells, reported))
         result.cells.append(CellResult(cell.grade_id, cell.points if ok else 0.0, cell.points,
                                        "passed" if ok else "failed", message, findings))
-    result.problem = problem
-    result.restored = restored
-    result.seconds = time.monotonic() - started
-    return result
 
 
 def _failed_before(test: Cell, cells: list[Cell], reported: dict[Any, dict[str, Any]]) -> list[tuple[Cell, dict[str, Any]]]:

@@ -221,6 +221,34 @@ def default_hidden(extra: list[Path] = ()) -> list[Path]:  # type: ignore[assign
     return sorted({p.resolve() for p in candidates if p.exists()}, key=lambda p: len(p.parts))
 
 
+def gradebook_folder(db_url: str) -> Path | None:
+    """The local folder a gradebook URL reaches: a SQLite file's folder, or a PostgreSQL server's Unix-socket folder
+    (``postgresql://...?host=/path`` or ``postgresql://%2Fpath/...``); None for a server reached over the network
+    (sandboxes have none)."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    url = str(db_url)
+    if url.startswith("sqlite:///"):
+        path = url.removeprefix("sqlite:///").split("?", 1)[0]
+        return Path(path).resolve().parent if path and path != ":memory:" else None
+    parts = urlsplit(url)
+    hosts = parse_qs(parts.query).get("host", []) + [unquote(parts.netloc.rsplit("@", 1)[-1].split(":", 1)[0])]
+    for host in hosts:
+        if host.startswith("/"):
+            return Path(host)
+    return None
+
+
+def course_hidden(root: Path | str | None, db_url: str) -> list[Path]:
+    """What a sandbox grading a course must not see on top of ``default_hidden``: the course folder and the
+    gradebook's folder."""
+    hide = [Path(root).resolve()] if root else []
+    folder = gradebook_folder(db_url)
+    if folder is not None:
+        hide.append(folder)
+    return sorted(set(hide))
+
+
 def default_exposed() -> list[Path]:
     """What it needs even inside a hidden folder, read-only: the venv and the Python install, by their real
     paths (a symlinked .venv included); the grader package is mounted apart (``TRUSTED_GRADER``)."""

@@ -14,6 +14,11 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+
+def exercise_of(grade_id: str) -> str:
+    """'sinh-double-backward' -> 'sinh' (the exercise contract: test ids start with '<exercise>-')."""
+    return grade_id.split("-", 1)[0]
+
 CHECK_FUNCTIONS = {
     "checks": {"forward": "forward", "first_derivatives": "first derivatives",
                "second_derivatives": "second derivatives", "structure": "structure",

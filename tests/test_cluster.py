@@ -1,0 +1,531 @@
+"""Grading on Dask workers (issue 10, part 1): a real scheduler and real workers, on loopback, started here.
+
+`dask scheduler` and two `dask worker` processes (each with its nanny, one thread, and the sandboxed graders the
+grading process starts on it) grade through `nbgrader autograde` with `GRADER_SCHEDULER` set:
+
+- the demo class gets exactly the verdicts the local pool gives;
+- the adversarial corpus (tests/test_adversarial.py, every class, every expectation) holds as it does locally (the
+  time bounds with a margin for the Dask processes sharing this machine's cores);
+- a Dask worker killed in the middle of a class: its notebooks are graded elsewhere, none twice, none charged;
+- a worker running another grader package, or a scheduler nobody listens at: one clear line, exit 1, nothing
+  recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import cluster, course, pool as local, sandbox
+# The adversarial corpus's end-to-end tests, imported to be collected here too: with this module's `classroom`,
+# every class of tests/adversarial/ is graded through Dask, and every expectation of test_adversarial.py holds.
+# (The time bounds are asserted below, with a margin for the Dask processes on this machine.)
+from test_adversarial import (AVAILABLE, CLASSES, STUDENTS, WHY, GradedClass, _ids, _template,  # noqa: F401
+                              grade_class, students_of, test_after_grading,
+                              test_each_student_gets_the_points_its_code_deserves,
+                              test_flagged_students_are_flagged_and_controls_never)
+from test_course import expected_scores
+
+needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
+# The scheduler, two workers and their nannies share this machine's 2 cores with the sandboxes and the judge (on a
+# real cluster they have machines of their own): a notebook or a class may take this much longer than its bound.
+LOOPBACK_SLOWDOWN = 1.5
+DASK = Path(sys.executable).with_name("dask")
+STARTUP_SECONDS = 60  # a scheduler or a worker on a loaded 2-core machine
+
+
+
+# --- a Dask cluster on loopback -----------------------------------------------------------------------------
+
+
+class Loopback:
+    """`dask scheduler` and `dask worker`s on 127.0.0.1, each in its own process group, logs in ``folder``."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.client = None
+        self.scheduler_file = folder / "scheduler.json"
+
+    def start(self) -> "Loopback":
+        self._start("scheduler", [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                  "--scheduler-file", str(self.scheduler_file)])
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not self.scheduler_file.exists():
+            assert time.monotonic() < deadline and self.processes["scheduler"].poll() is None, self.log("scheduler")
+            time.sleep(0.2)
+        time.sleep(0.2)  # (written at once, but be sure the file is whole)
+        self.address = json.loads(self.scheduler_file.read_text())["address"]
+        from distributed import Client
+
+        self.client = Client(self.address, set_as_default=False)
+        return self
+
+    def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        log = open(self.folder / f"{name}.log", "w")
+        process = subprocess.Popen(argv, cwd=self.folder, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env={**os.environ, **(env or {})}, start_new_session=True)
+        log.close()
+        self.processes[name] = process
+        return process
+
+    def log(self, name: str) -> str:
+        return (self.folder / f"{name}.log").read_text(errors="replace")[-3000:]
+
+    def add_worker(self, name: str, env: dict[str, str] | None = None) -> str:
+        """Start `dask worker` (one thread, with its nanny); its address once the scheduler knows it."""
+        before = set(self.workers())
+        self._start(name, [str(DASK), "worker", self.address, "--name", name, "--nthreads", "1", "--host", "127.0.0.1",
+                           "--no-dashboard", "--local-directory", str(self.folder / name)], env)
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            new = {a for a, info in self.workers().items() if info.get("name") == name} - before
+            if new:
+                return new.pop()
+            assert time.monotonic() < deadline and self.processes[name].poll() is None, self.log(name)
+            time.sleep(0.2)
+
+    def workers(self) -> dict[str, dict]:
+        return self.client.scheduler_info(n_workers=-1)["workers"]
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the worker's process group (nanny and worker): a machine that vanishes."""
+        process = self.processes.pop(name)
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=30)
+
+    def stop(self, name: str) -> None:
+        process = self.processes.pop(name)
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+        except ProcessLookupError:
+            pass
+
+    def close(self) -> None:
+        try:
+            if self.client is not None:
+                self.client.close()
+        finally:
+            for name in [n for n in self.processes if n != "scheduler"] + ["scheduler"]:
+                if name in self.processes:
+                    self.stop(name)
+
+
+@pytest.fixture(scope="module")
+def loopback():
+    """A scheduler and two workers (`w1`, `w2`), for every test of this module; stopped whatever happens."""
+    folder = Path(tempfile.mkdtemp(prefix="dask-loopback-"))
+    cluster_ = Loopback(folder)
+    try:
+        cluster_.start()
+        for name in ("w1", "w2"):
+            cluster_.add_worker(name)
+        yield cluster_
+    finally:
+        cluster_.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("cluster")
+
+
+@pytest.fixture(scope="module")
+def template(workdir):
+    return _template(workdir)
+
+
+def _on(address: str) -> dict[str, str]:
+    """nbgrader's environment, grading on the Dask scheduler at ``address``."""
+    return {**course.nbgrader_env(), cluster.ENV: address}
+
+
+# --- the adversarial corpus, through Dask -------------------------------------------------------------------
+
+
+_GRADED: dict[str, GradedClass] = {}
+
+
+@pytest.fixture(scope="module")
+def classroom(loopback, workdir, template):
+    """test_adversarial's classroom, with nbgrader grading on the loopback Dask cluster."""
+
+    def get(klass: str) -> GradedClass:
+        if klass not in _GRADED:
+            saved = os.environ.get(cluster.ENV)
+            os.environ[cluster.ENV] = loopback.address  # course.nbgrader_env() passes it on to nbgrader
+            try:
+                _GRADED[klass] = grade_class(klass, workdir / "adversarial", template, LOOPBACK_SLOWDOWN)
+            finally:
+                if saved is None:
+                    os.environ.pop(cluster.ENV, None)
+                else:
+                    os.environ[cluster.ENV] = saved
+            assert f"grading on the Dask cluster at {loopback.address}: 2 workers" in _GRADED[klass].log, (
+                "the class was not graded on the Dask workers:\n" + _GRADED[klass].log[-3000:])
+        return _GRADED[klass]
+
+    (workdir / "adversarial").mkdir(exist_ok=True)
+    yield get
+    _GRADED.clear()
+
+
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("klass,case", STUDENTS, ids=[_ids(s) for s in STUDENTS])
+def test_each_student_costs_at_most_its_bound_on_dask(classroom, klass, case):
+    graded = classroom(klass)
+    times = {nb: s for (student, nb), s in graded.notebook_seconds.items() if student == case.student}
+    assert times, f"no grading time logged for {case.student}"
+    bound = case.bound * LOOPBACK_SLOWDOWN
+    assert all(s <= bound for s in times.values()), f"{case.student} took {times} (bound {bound:g} s on loopback)"
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("klass", CLASSES)
+def test_the_class_is_graded_on_dask_in_time_without_errors_and_submissions_unchanged(classroom, klass):
+    graded = classroom(klass)
+    bound = sum(case.bound for case in students_of(klass)) * LOOPBACK_SLOWDOWN
+    assert not graded.killed, f"nbgrader autograde did not finish in time ({bound:g} s and a little); it was killed"
+    assert graded.seconds <= bound, f"grading took {graded.seconds:.0f} s, more than the sum of the bounds ({bound:g} s)"
+    errors = [line for line in graded.log.splitlines() if "ERROR" in line]
+    assert graded.returncode == 0 and not errors, f"nbgrader exit code {graded.returncode}:\n" + "\n".join(errors[:20])
+    assert set(graded.scores) == {case.student for case in students_of(klass)}
+    assert graded.submitted_after == graded.submitted_before, "submitted notebooks changed during grading"
+
+
+# --- the demo class: Dask against the local pool ------------------------------------------------------------
+
+
+def _demo_course(root: Path, template: Path) -> int:
+    """The bundled example class (examples/students.toml) in a copy of the template course; its notebook count."""
+    shutil.copytree(template, root, symlinks=True)
+    students = course.class_answers(course.REPO / "examples" / "students.toml",
+                                    course.answer_sources(course.REPO / "solutions" / course.ASSIGNMENT),
+                                    course.REPO / "examples" / "mistakes")
+    for student, answers in students.items():
+        course.build_submission(root / "release" / course.ASSIGNMENT, answers,
+                                root / "submitted" / student / course.ASSIGNMENT)
+    return sum(1 for _ in (root / "submitted").glob(f"*/{course.ASSIGNMENT}/*.ipynb"))
+
+
+def _autograde(root: Path, env: dict[str, str], timeout: float = 600) -> tuple[int, str, float]:
+    command = course.nbgrader_command("autograde", course.ASSIGNMENT, "--force", f"--CourseDirectory.root={root}",
+                                      "--CourseDirectory.release_directory=release", "--TrustedExecute.timeout=60")
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=course.REPO, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=timeout)
+    return done.returncode, done.stdout + done.stderr, time.monotonic() - started
+
+
+def _verdicts(root: Path) -> dict[str, dict]:
+    """'student/notebook' -> the saved verdicts (scores, messages, diagnoses), without the timings."""
+    found = {}
+    for path in sorted((root / "grader_results" / course.ASSIGNMENT).glob("*/*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data.pop("seconds", None)
+        found[f"{path.parent.name}/{path.stem}"] = data
+    return found
+
+
+def _graded_lines(log: str) -> list[str]:
+    return re.findall(rf"(\S+/{course.ASSIGNMENT}/\S+): [\d.]+/[\d.]+ points \(trusted grading", log)
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_the_demo_class_graded_on_dask_workers_gets_the_local_pools_verdicts(loopback, workdir, template):
+    total = _demo_course(workdir / "demo-local", template)
+    _demo_course(workdir / "demo-dask", template)
+    code, log, local_seconds = _autograde(workdir / "demo-local", course.nbgrader_env())
+    assert code == 0, log[-3000:]
+    code, log, dask_seconds = _autograde(workdir / "demo-dask", _on(loopback.address))
+    assert code == 0, log[-3000:]
+    print(f"demo class, {total} notebooks: local pool {local_seconds:.1f} s, loopback Dask {dask_seconds:.1f} s")
+    assert "ERROR" not in log, log[-3000:]
+    assert f"grading on the Dask cluster at {loopback.address}: 2 workers, 2 threads" in log, log[-3000:]
+
+    scores = course.gradebook_scores(f"sqlite:///{workdir / 'demo-dask' / 'gradebook.db'}")
+    assert scores == course.gradebook_scores(f"sqlite:///{workdir / 'demo-local' / 'gradebook.db'}")
+    assert {s: {e: got for e, (got, _) in row.items()} for s, row in scores.items()} == expected_scores()
+    assert _verdicts(workdir / "demo-dask") == _verdicts(workdir / "demo-local")
+    assert sorted(_graded_lines(log)) == sorted(set(_graded_lines(log))) and len(_graded_lines(log)) == total
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_a_worker_killed_in_the_middle_of_a_class_costs_no_student_anything(loopback, workdir, template):
+    """A third worker joins, takes notebooks, and is SIGKILLed (nanny and all) while running one."""
+    root = workdir / "demo-killed"
+    total = _demo_course(root, template)
+    doomed = loopback.add_worker("w3")
+    command = course.nbgrader_command("autograde", course.ASSIGNMENT, "--force", f"--CourseDirectory.root={root}",
+                                      "--CourseDirectory.release_directory=release", "--TrustedExecute.timeout=60")
+    log_path = workdir / "demo-killed.log"
+    with open(log_path, "w") as log:
+        nbgrader = subprocess.Popen(command, cwd=course.REPO, env=_on(loopback.address), stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    killed_while = []
+    try:
+        deadline = time.monotonic() + 300
+        while not killed_while and nbgrader.poll() is None and time.monotonic() < deadline:
+            running = loopback.client.processing(workers=[doomed]).get(doomed, [])
+            if running:
+                time.sleep(1.0)  # well inside the notebook
+                killed_while = list(loopback.client.processing(workers=[doomed]).get(doomed, []))
+                loopback.kill("w3")
+            time.sleep(0.1)
+        assert killed_while, "the third worker was never given a notebook: nothing was killed"
+        nbgrader.wait(timeout=600)
+    finally:
+        if nbgrader.poll() is None:
+            os.killpg(nbgrader.pid, signal.SIGKILL)
+            nbgrader.wait()
+        if "w3" in loopback.processes:
+            loopback.kill("w3")
+    text = log_path.read_text(errors="replace")
+    assert nbgrader.returncode == 0 and "ERROR" not in text, text[-3000:]
+    assert f"grading on the Dask cluster at {loopback.address}: 3 workers" in text, text[-3000:]
+    scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
+    assert {s: {e: got for e, (got, _) in row.items()} for s, row in scores.items()} == expected_scores()
+    graded = _graded_lines(text)
+    assert len(graded) == total and len(set(graded)) == total, f"recorded {len(graded)} times for {total} notebooks"
+    verdicts = _verdicts(root)
+    assert len(verdicts) == total
+    died = sandbox.Outcome(None, "", 0, "worker").reason
+    charged = [name for name, data in verdicts.items() if died in json.dumps(data) or data.get("problem")]
+    assert not charged, f"charged to students for the killed worker: {charged}"
+    assert doomed not in loopback.workers()
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_a_scheduler_lost_in_the_middle_of_a_class_stops_grading_and_charges_nobody(workdir, template):
+    """A cluster of its own (the module's stays up): its scheduler is SIGKILLed once nbgrader has recorded a
+    student. Autograde stops with one line; what was recorded before is right; nobody is charged."""
+    root = workdir / "demo-scheduler-lost"
+    _demo_course(root, template)
+    folder = Path(tempfile.mkdtemp(prefix="dask-lost-"))
+    own = Loopback(folder)
+    try:
+        own.start()
+        own.add_worker("w1")
+        env = {**_on(own.address), "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "3s"}
+        with open(folder / "autograde.out", "w") as out:
+            autograde = subprocess.Popen([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)],
+                                        cwd=course.REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 300
+            while len(_graded_lines(_read(root / course.LOG_NAME))) < 3:  # a first student recorded
+                assert autograde.poll() is None and time.monotonic() < deadline, _read(folder / "autograde.out")
+                time.sleep(0.2)
+            own.client.close()
+            own.kill("scheduler")
+            killed = time.monotonic()
+            autograde.wait(timeout=300)
+            stopped_after = time.monotonic() - killed
+        finally:
+            if autograde.poll() is None:
+                os.killpg(autograde.pid, signal.SIGKILL)
+                autograde.wait()
+        out = _read(folder / "autograde.out")
+    finally:
+        if own.client is not None:
+            own.client.close()
+        for name in list(own.processes):
+            own.kill(name)
+        shutil.rmtree(folder, ignore_errors=True)
+    assert autograde.returncode != 0, out
+    errors = [line for line in out.splitlines() if line.strip().startswith("error:")]
+    assert len(errors) == 1 and f"lost the connection to the Dask scheduler at {own.address}" in errors[0], out
+    assert stopped_after < 60, f"autograde took {stopped_after:.0f} s to stop after the scheduler was lost"
+    log = _read(root / course.LOG_NAME)
+    recorded = _graded_lines(log)
+    assert recorded and len(recorded) == len(set(recorded)), log[-3000:]
+    verdicts = _verdicts(root)
+    charged = {name: data["problem"] for name, data in verdicts.items() if data.get("problem")}
+    assert not charged, f"charged to students for the lost scheduler: {charged}"
+    expected = expected_scores()
+    scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
+    finished = {name.split("/")[0] for name in recorded
+                if sum(r.startswith(name.split("/")[0] + "/") for r in recorded) == 3}
+    assert finished, f"no student was finished before the scheduler was lost: {recorded}"
+    for student in finished:
+        assert {e: got for e, (got, _) in scores[student].items()} == expected[student], student
+
+
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_a_worker_running_another_grader_package_stops_grading_before_anything_is_recorded(loopback, workdir,
+                                                                                          template):
+    copy = Path(tempfile.mkdtemp(prefix="other-grader-"))
+    root = workdir / "demo-mismatch"
+    try:
+        shutil.copytree(course.REPO / "grader", copy / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+        with open(copy / "grader" / "checks.py", "a") as f:
+            f.write("\n# one more line: another version of the grader\n")
+        address = loopback.add_worker("w-other", env={"PYTHONPATH": str(copy)})
+        _demo_course(root, template)
+        done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)],
+                              cwd=course.REPO, env=_on(loopback.address), capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=600)
+    finally:
+        if "w-other" in loopback.processes:
+            loopback.stop("w-other")
+        shutil.rmtree(copy, ignore_errors=True)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    errors = [line for line in out.splitlines() if line.strip().startswith("error:")]
+    assert len(errors) == 1, out
+    assert address in errors[0] and "different grader package" in errors[0] and "restart" in errors[0], errors[0]
+    assert "nothing was recorded" in errors[0], errors[0]
+    assert course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}") == {}
+    assert not (root / "grader_results").exists()
+
+
+@pytest.mark.slow
+def test_an_unreachable_scheduler_is_one_clear_line_and_nothing_is_recorded(workdir, template):
+    root = workdir / "demo-unreachable"
+    _demo_course(root, template)
+    address = f"tcp://127.0.0.1:{_closed_port()}"
+    env = {**_on(address), "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "3s"}
+    done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)], cwd=course.REPO,
+                          env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    errors = [line for line in out.splitlines() if line.strip().startswith("error:")]
+    assert len(errors) == 1, out
+    assert f"cannot reach the Dask scheduler at {address}" in errors[0] and "dask scheduler" in errors[0], errors[0]
+    assert "nothing was recorded" in errors[0], errors[0]
+    assert course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}") == {}
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # a port just freed: nobody listens there
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- the client's side, without a cluster (fast) -----------------------------------------------------------
+
+
+def test_an_unreachable_scheduler_is_a_setup_error_naming_it(monkeypatch):
+    monkeypatch.setenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT", "1s")
+    import dask
+
+    dask.config.refresh()
+    address = f"tcp://127.0.0.1:{_closed_port()}"
+    try:
+        with pytest.raises(sandbox.SetupError, match=f"cannot reach the Dask scheduler at {re.escape(address)}"):
+            cluster.DaskPool(hide=[], scheduler=address)
+    finally:
+        monkeypatch.delenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT")
+        dask.config.refresh()
+
+
+@pytest.mark.parametrize("address", ["nonsense", "tcp://host-without-port", "inproc://x"])
+def test_a_malformed_scheduler_address_is_a_setup_error_saying_how_to_write_it(address):
+    with pytest.raises(sandbox.SetupError, match="is not a Dask scheduler's address .*write it as tcp://host:8786"):
+        cluster.DaskPool(hide=[], scheduler=address)
+
+
+def test_the_scheduler_setting_comes_first_then_the_environment(monkeypatch):
+    from grader.nbgrader_plugins import TrustedExecute
+
+    monkeypatch.delenv(cluster.ENV, raising=False)
+    assert TrustedExecute().scheduler_address() == ""
+    monkeypatch.setenv(cluster.ENV, "tcp://from-env:8786")
+    assert TrustedExecute().scheduler_address() == "tcp://from-env:8786"
+    assert TrustedExecute(scheduler="tcp://configured:8786").scheduler_address() == "tcp://configured:8786"
+    assert cluster.scheduler_address("") == "tcp://from-env:8786"
+
+
+class _Future:
+    def __init__(self, outcome):
+        self.outcome = outcome
+
+    def result(self, timeout=None):
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome
+
+    def release(self):
+        pass
+
+
+class _Client:
+    """Stands for distributed.Client: each submit's future ends with the next outcome."""
+
+    status = "running"
+
+    def __init__(self, outcomes):
+        self.outcomes = list(outcomes)
+        self.submitted = []
+
+    def submit(self, function, *args, pure=True):
+        assert pure is False, "two students may hand in the same plan: each is a task of its own"
+        self.submitted.append(args)
+        return _Future(self.outcomes.pop(0))
+
+    def nthreads(self):
+        return {"tcp://127.0.0.1:1": 1}
+
+
+def _pool_over(client) -> cluster.DaskPool:
+    import threading
+
+    pool = cluster.DaskPool.__new__(cluster.DaskPool)
+    pool.client, pool.address, pool.name = client, "tcp://127.0.0.1:1", "grader-sandboxes-test"
+    pool._threads_seen, pool._seen_at, pool._seen_lock = 0, 0.0, threading.Lock()
+    return pool
+
+
+def test_a_notebook_whose_workers_died_is_submitted_again_not_charged():
+    from distributed.scheduler import KilledWorker
+
+    answer = (b'{"event": "done"}\n', local.TaskOutcome(0, ""))
+    client = _Client([KilledWorker("run_plan-1", None, 3), answer])
+    assert _pool_over(client).run([{"kind": "code"}], 10) == answer
+    assert len(client.submitted) == 2
+
+
+def test_workers_dying_again_and_again_stop_grading_as_a_setup_problem():
+    from distributed.scheduler import KilledWorker
+
+    client = _Client([KilledWorker("run_plan-1", None, 3)] * (cluster.RESUBMIT + 1))
+    with pytest.raises(sandbox.SetupError, match="Dask workers kept dying.*not charged"):
+        _pool_over(client).run([{"kind": "code"}], 10)
+
+
+def test_an_error_on_a_worker_is_a_setup_problem_never_a_score():
+    client = _Client([ModuleNotFoundError("No module named 'grader'")])
+    with pytest.raises(sandbox.SetupError, match=r"grading on the Dask cluster at .* failed \(ModuleNotFoundError"):
+        _pool_over(client).run([{"kind": "code"}], 10)

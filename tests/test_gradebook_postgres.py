@@ -1,0 +1,190 @@
+"""Several nbgrader processes, one PostgreSQL gradebook (issue 10, part 2): `make autograde JOBS=N`.
+
+A PostgreSQL server started by the test (Debian's initdb and pg_ctl, in a temporary folder, as an unprivileged
+user, on a Unix socket only; skipped with the reason where PostgreSQL is not installed) holds the gradebook while 3
+nbgrader processes autograde disjoint groups of the demo class: every student × notebook × cell gets the score,
+the comment and the verdict a single process writing a SQLite gradebook gives. The score table, feedback, the
+class report and `nbgrader export` then read the PostgreSQL gradebook. SQLite is refused for more than one
+process, in one line that says what to do.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import course, postgres, sandbox
+from test_adversarial import AVAILABLE, WHY, _template
+
+REPO = course.REPO
+JOBS = 3
+
+
+# --- fast: splitting the class, refusing SQLite, hiding the server ----------------------------------------------
+
+
+def test_the_class_is_split_into_disjoint_groups_balanced_by_notebooks():
+    notebooks = {f"s{i:03d}": (1 if i % 5 == 0 else 3) for i in range(50)}
+    groups = course.split_class(notebooks, 4)
+    assert len(groups) == 4
+    everyone = [s for g in groups for s in g]
+    assert sorted(everyone) == sorted(notebooks) and len(everyone) == len(set(everyone))
+    loads = [sum(notebooks[s] for s in g) for g in groups]
+    assert max(loads) - min(loads) <= 3, loads
+    assert all(g[0] in sorted(notebooks)[:4] for g in groups), "every group starts at the top of the class"
+    assert course.split_class({"a": 3, "b": 3}, 4) == [["a"], ["b"]], "never more processes than students"
+    assert course.worker_shares(2, 2) == [1, 1] and course.worker_shares(8, 3) == [3, 3, 2]
+    assert course.worker_shares(2, 4) == [1, 1, 1, 1]
+
+
+def test_several_processes_on_a_sqlite_gradebook_are_refused_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.delenv("GRADER_DB_URL", raising=False)
+    (tmp_path / "submitted" / "ada" / course.ASSIGNMENT).mkdir(parents=True)
+    (tmp_path / "submitted" / "ada" / course.ASSIGNMENT / "01_autograd_basics.ipynb").write_text("{}")
+    with pytest.raises(SystemExit) as stop:
+        course.main(["autograde", "--root", str(tmp_path), "--jobs", "2"])
+    message = str(stop.value.code)
+    assert "\n" not in message and "SQLite" in message and "GRADER_DB_URL" in message, message
+    assert "postgresql+psycopg://" in message and "grader.postgres start" in message and "JOBS=1" in message
+    assert not (tmp_path / "gradebook.db").exists() and not (tmp_path / course.LOG_NAME).exists(), \
+        "nothing was started"
+
+
+def test_a_gradebook_on_a_unix_socket_is_hidden_from_the_sandbox():
+    assert sandbox.gradebook_folder("sqlite:////srv/course/gradebook.db") == Path("/srv/course")
+    assert sandbox.gradebook_folder("postgresql+psycopg://u@/gb?host=/srv/pg/socket&port=5432") == Path("/srv/pg/socket")
+    assert sandbox.gradebook_folder("postgresql://u@%2Fsrv%2Fpg/gb") == Path("/srv/pg")
+    assert sandbox.gradebook_folder("postgresql+psycopg://u:secret@db.example.org:5432/gb") is None
+    assert Path("/srv/pg/socket") in sandbox.course_hidden("/srv/course", "postgresql://u@/gb?host=/srv/pg/socket")
+    assert course.shown_url("postgresql+psycopg://u:secret@db.example.org/gb") == "postgresql+psycopg://u:***@db.example.org/gb"
+
+
+# --- end to end: 3 processes, one PostgreSQL gradebook ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def postgres_url():
+    """A PostgreSQL server of its own, in a temporary folder, stopped (and deleted) at the end whatever happens."""
+    try:
+        postgres.binaries()
+        postgres.server_user()
+    except postgres.Unavailable as why:
+        pytest.skip(f"no PostgreSQL server can run here: {why}")
+    folder = Path(tempfile.mkdtemp(prefix="gradebook-postgres-"))
+    os.chmod(folder, 0o755)  # the server's user must reach its folder inside
+    server = postgres.LocalPostgres(folder / "server")
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in course.nbgrader_env().items() if k not in ("GRADER_DB_URL", "GRADER_JOBS")}
+    return {**env, **extra}
+
+
+def _run(command: list[str], env: dict[str, str], timeout: float = 900) -> str:
+    done = subprocess.run(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    assert done.returncode == 0, f"$ {' '.join(command)}\n{done.stdout[-5000:]}"
+    return done.stdout
+
+
+def _gradebook(db_url: str) -> dict[tuple[str, str, str], tuple]:
+    """(student, notebook, cell) -> (score, max score, auto score, needs manual grading, auto comment)."""
+    from nbgrader.api import Gradebook
+
+    cells: dict[tuple[str, str, str], tuple] = {}
+    with Gradebook(db_url) as gb:
+        for student in gb.students:
+            submission = gb.find_submission(course.ASSIGNMENT, student.id)
+            for notebook in submission.notebooks:
+                comments = {c.name: c.auto_comment for c in notebook.comments}
+                for grade in notebook.grades:
+                    cells[(student.id, notebook.name, grade.name)] = (
+                        grade.score, grade.max_score, grade.auto_score, grade.needs_manual_grade,
+                        comments.get(grade.name))
+    return cells
+
+
+def _verdicts(root: Path) -> dict[tuple[str, str, str], list]:
+    """(student, notebook, test cell) -> the outputs of the autograded test cell (its verdict)."""
+    found = {}
+    for path in sorted((root / "autograded").glob(f"*/{course.ASSIGNMENT}/*.ipynb")):
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+                found[(path.parent.parent.name, path.stem, meta["grade_id"])] = cell.outputs
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
+def test_three_processes_on_postgresql_write_the_gradebook_one_process_writes(postgres_url, tmp_path):
+    template = _template(tmp_path / "base")
+    students = course.class_answers(REPO / "examples" / "students.toml",
+                                    course.answer_sources(REPO / "solutions" / course.ASSIGNMENT),
+                                    REPO / "examples" / "mistakes")
+    one, many = tmp_path / "sqlite-1-process", tmp_path / f"postgres-{JOBS}-processes"
+    for root in (one, many):
+        shutil.copytree(template, root, symlinks=True)
+        for student, answers in students.items():
+            course.build_submission(root / "release" / course.ASSIGNMENT, answers,
+                                    root / "submitted" / student / course.ASSIGNMENT)
+    (many / "gradebook.db").unlink()  # the PostgreSQL database starts empty: autograde puts the assignment in it
+
+    single = _run([sys.executable, "-m", "grader.course", "autograde", "--root", str(one)], _env())
+    pg = _env(GRADER_DB_URL=postgres_url)
+    shared = _run([sys.executable, "-m", "grader.course", "autograde", "--root", str(many), "--jobs", str(JOBS)], pg)
+
+    # 3 processes, each over its own students, all of them graded once
+    assert f"{JOBS} nbgrader processes record them" in shared and "given the assignment" in shared, shared
+    notebooks = len(students) * len(list((template / "release" / course.ASSIGNMENT).glob("*.ipynb")))
+    assert f"{notebooks}/{notebooks} notebooks graded" in shared, shared
+    graded_by: dict[str, set[str]] = {}
+    for number in range(1, JOBS + 1):
+        log = (many / f"nbgrader-job{number}.log").read_text()
+        assert "(exit status 0" in log, log[-3000:]
+        graded = {line.split("] ", 1)[1].split("/", 1)[0] for line in log.splitlines() if "(trusted grading" in line}
+        graded_by[f"job {number}"] = graded
+    assert all(graded_by.values()), graded_by
+    everyone = [s for graded in graded_by.values() for s in graded]
+    assert sorted(everyone) == sorted(students), f"each student in exactly one process: {graded_by}"
+    assert not (many / "gradebook.db").exists(), "no SQLite gradebook on the side"
+
+    # the same gradebook, cell by cell, and the same verdicts in the autograded notebooks
+    expected, got = _gradebook(f"sqlite:///{one / 'gradebook.db'}"), _gradebook(postgres_url)
+    assert {key[0] for key in expected} == set(students)
+    assert got == expected, {k: (expected.get(k), got.get(k)) for k in set(expected) | set(got)
+                             if expected.get(k) != got.get(k)}
+    assert _verdicts(many) == _verdicts(one)
+
+    # the score table, the class report, feedback and nbgrader export read the PostgreSQL gradebook
+    table = [line for line in shared.splitlines() if line.split(" ", 1)[0] in students]
+    assert table == [line for line in single.splitlines() if line.split(" ", 1)[0] in students]
+    assert len(table) == len(students)
+    scores = _run([sys.executable, "-m", "grader.course", "scores", "--root", str(many)], pg)
+    assert [line for line in scores.splitlines() if line.split(" ", 1)[0] in students] == table
+    _run([sys.executable, "-m", "grader.report", "--root", str(many)], pg)
+    _run([sys.executable, "-m", "grader.report", "--root", str(one)], _env())
+    assert (many / "reports" / "scores.csv").read_text() == (one / "reports" / "scores.csv").read_text()
+    assert (many / "reports" / "diagnoses.csv").read_text() == (one / "reports" / "diagnoses.csv").read_text()
+    _run(course.nbgrader_command("generate_feedback", course.ASSIGNMENT, f"--CourseDirectory.root={many}"), pg)
+    pages = sorted(p.relative_to(many / "feedback") for p in (many / "feedback").glob("*/*/*.html"))
+    assert len(pages) == notebooks, pages
+    _run(course.nbgrader_command("export", f"--CourseDirectory.root={many}", f"--CsvExportPlugin.to={many / 'grades.csv'}"),
+         pg)
+    with open(many / "grades.csv", newline="") as f:
+        exported = {row["student_id"]: float(row["score"]) for row in csv.DictReader(f)}
+    totals = {s: sum(v[0] for k, v in expected.items() if k[0] == s) for s in students}
+    assert exported == totals
