@@ -4,13 +4,12 @@
     .venv/bin/python benchmarks/profile_trusted.py                 # all parts, about a minute on 2 cores
     .venv/bin/python benchmarks/profile_trusted.py --course DIR    # also nbgrader's own overhead on a built course
 
-1. pool:   start a grader.pool.Pool, then grade the three instructor notebooks one at a time with
+1. pool:   start a grader.pool.Pool, then grade the instructor notebooks one at a time with
            grader.runner.grade_cells, splitting each into pool.run (sandbox + forked child) and judging
            (this process); then the same notebooks from `cores` threads at once (the pool's throughput).
-2. child:  the same plans run by grader.child in a child forked from a process set up like the pool's
-           worker (torch and IPython imported), without bubblewrap: as the worker is today, and with what a
-           warmer worker would do first (autograd's lazy imports; gc.freeze()); plus the time per plan item
-           (code cells vs observing test cells, slowest items).
+2. child:  the same plans run by grader.child in a child forked from a process warmed up as the pool's worker
+           (grader.worker.warm_up), without bubblewrap: code cells against observing test cells, the slowest items,
+           and how many restores of the guard observing took and their time.
 3. sandbox: the fixed cost of one pool task (an empty plan) and of a gc.collect() in a child.
 4. nbgrader (with --course, a course built by `benchmarks/autograde.py --keep`): `nbgrader autograde` with
            no Execute at all (nbgrader's other preprocessors only) on a copy of that course: nbgrader's own
@@ -142,86 +141,88 @@ def part_pool(nbs: dict[str, list[runner.Cell]], repeats: int) -> dict:
 
 
 _CHILD_SCRIPT = r"""
-import gc, json, os, sys, time
-os.environ.update(OMP_NUM_THREADS="1", GRADER_NO_DRAW="1", MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
+import json, os, socket, sys, threading, time
+os.environ.update(OMP_NUM_THREADS="1", GRADER_NO_DRAW="1", MPLBACKEND="Agg", PYTHONWARNINGS="ignore",
+                  NBGRADER_EXECUTION="autograde")
 sys.path.insert(0, sys.argv[1])
-import IPython.core.interactiveshell, torch   # what grader.worker imports
-from grader import child
-mode = sys.argv[3]
-if "warm" in mode:   # the lazy imports autograd and gradcheck trigger on first use (sympy among them)
-    import torch.fx.experimental.symbolic_shapes
-    x = torch.rand(3, dtype=torch.double, requires_grad=True)
-    (g,) = torch.autograd.grad((x ** 3).sum(), x, create_graph=True)
-    g.sum().backward()
-    torch.autograd.gradcheck(lambda t: t ** 2, (x,)); torch.autograd.gradgradcheck(lambda t: t ** 2, (x,))
-if "freeze" in mode:  # the worker's objects leave the collector's reach: a child's gc.collect() skips them
-    gc.collect(); gc.freeze()
+import torch
+from grader import child, worker
+worker.warm_up()  # as the pool's worker does before it forks a child per notebook
 
 
-def per_item(plan, results):
-    # The plan item by item, timed (child.run turns profiling off before observing, so no cProfile here).
-    from IPython.core.interactiveshell import InteractiveShell
-    kept = child.snapshot()
-    shell = InteractiveShell.instance()
-    rows = []
-    for item in plan:
-        t = time.monotonic()
-        if item["kind"] == "code":
-            shell.run_cell(item["source"], store_history=False)
-        else:
-            child.restore(kept)
-            for call in item["calls"]:
-                try:
-                    child.observe_call(call, shell.user_ns)
-                except Exception:
-                    pass
-        first = (item.get("source") or item.get("grade_id") or "").strip().split("\n")[0][:60]
-        rows.append([time.monotonic() - t, item["kind"], first])
-    return rows
+def listen(address, events):
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(address)
+    server.listen(64)
+
+    def serve():
+        while True:
+            conn, _ = server.accept()
+            data = b""
+            while chunk := conn.recv(65536):
+                data += chunk
+            conn.close()
+            now = time.monotonic()
+            for line in data.decode().splitlines():
+                entry = json.loads(line)
+                events.append((now, entry.get("event"), entry.get("index")))
+    threading.Thread(target=serve, daemon=True).start()
 
 
 out = {}
 for task in json.loads(sys.argv[2]):
-    for rep in range(3):
-        r, w = os.pipe()
+    plan = json.load(open(os.path.join(task["dir"], "plan.json")))
+    walls, rows, restores = [], [], []
+    for rep in range(2):
+        events = []
+        address = os.path.join(task["dir"], f"socket-{rep}")
+        listen(address, events)
+        counts = os.path.join(task["dir"], f"restores-{rep}.json")
         t = time.monotonic()
         pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            fd = os.open(os.devnull, os.O_RDWR)
-            for f in (0, 1, 2):
-                os.dup2(fd, f)
-            os.chdir(task["dir"])
-            torch.set_num_threads(1)
-            plan_path = os.path.join(task["dir"], "plan.json")
-            if rep < 2:
-                child.main(plan_path, os.path.join(task["dir"], f"results-{rep}.jsonl"))
-                rows = []
-            else:
-                rows = per_item(json.load(open(plan_path)), None)
-            os.write(w, json.dumps(rows).encode())
-            os._exit(0)
-        os.close(w)
-        data = b""
-        while chunk := os.read(r, 65536):
-            data += chunk
-        os.close(r)
+        if pid == 0:  # the child: as grader.worker's, without bubblewrap; counts the guard's restores
+            try:
+                torch.set_num_threads(1)
+                fd = os.open(os.devnull, os.O_RDWR)
+                for f in (1, 2):
+                    os.dup2(fd, f)
+                seen = [0, 0.0]
+                restore = child.Guard.restore
+
+                def counted(self):
+                    started = time.perf_counter()
+                    try:
+                        return restore(self)
+                    finally:
+                        seen[0] += 1
+                        seen[1] += time.perf_counter() - started
+                child.Guard.restore = counted
+                child.run(plan, address)
+                with open(counts, "w") as f:
+                    json.dump(seen, f)
+            finally:
+                os._exit(0)
         os.waitpid(pid, 0)
-        entry = out.setdefault(task["name"], {"wall": [], "items": []})
-        if rep < 2:
-            entry["wall"].append(time.monotonic() - t)
-        else:
-            entry["items"] = json.loads(data)
+        walls.append(time.monotonic() - t)
+        time.sleep(0.1)  # the last messages
+        start = {}
+        rows = []
+        for when, event, index in events:
+            if event == "start":
+                start[index] = when
+            elif event in ("done", "observed") and index in start:
+                rows.append([when - start[index], "code" if event == "done" else "test", index])
+        restores.append(json.load(open(counts)))
+    first = {item["index"]: (item.get("source") or item.get("grade_id") or "").strip().split("\n")[0][:60] for item in plan}
+    out[task["name"]] = {"wall": min(walls), "items": [[t, kind, first.get(i, "")] for t, kind, i in rows],
+                         "restores": min(restores, key=lambda r: r[1])}
 print(json.dumps(out))
 """
 
-MODES = {"as-is": "worker as it is (torch and IPython imported)",
-         "warm": "+ autograd's lazy imports done in the worker",
-         "freeze": "+ gc.freeze() in the worker",
-         "warm+freeze": "+ both"}
-
 
 def part_child(nbs: dict[str, list[runner.Cell]]) -> dict:
+    """Each notebook's plan in a child forked from a process warmed up as the pool's worker, without bubblewrap:
+    where the time goes (code cells against observing test cells, the slowest items, the guard's restores)."""
     scratch = Path(tempfile.mkdtemp(prefix="profile-child-"))
     tasks = []
     for name, cells in nbs.items():
@@ -229,25 +230,24 @@ def part_child(nbs: dict[str, list[runner.Cell]]) -> dict:
         folder.mkdir()
         (folder / "plan.json").write_text(json.dumps(plan_of(cells)), encoding="utf-8")
         tasks.append({"name": name, "dir": str(folder)})
-    result: dict = {}
     try:
-        for mode, label in MODES.items():
-            done = subprocess.run([sys.executable, "-c", _CHILD_SCRIPT, str(REPO), json.dumps(tasks), mode],
-                                  capture_output=True, text=True, check=True)
-            data = json.loads(done.stdout.strip().splitlines()[-1])
-            walls = {n: min(v["wall"]) for n, v in data.items()}
-            say(f"  {label:45} " + ", ".join(f"{n[:2]} {w:.2f} s" for n, w in walls.items())
-                + f"  = {sum(walls.values()):.2f} s per student")
-            result[mode] = {"wall": walls}
-            if mode in ("as-is", "warm+freeze"):
-                for name, v in data.items():
-                    items = v["items"]
-                    code = sum(i[0] for i in items if i[1] == "code")
-                    test = sum(i[0] for i in items if i[1] != "code")
-                    top = sorted(items, reverse=True)[:2]
-                    say(f"      {name}: code cells {code:.2f} s, test cells (observing) {test:.2f} s; slowest: "
-                        + "; ".join(f"{t:.2f} s {kind} `{first}`" for t, kind, first in top))
-                    result[mode][name] = {"code_cells": code, "test_cells": test, "slowest": top}
+        done = subprocess.run([sys.executable, "-c", _CHILD_SCRIPT, str(REPO), json.dumps(tasks)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"part 2 (the child) failed with exit code {done.returncode}:\n{done.stderr[-2000:]}")
+        data = json.loads(done.stdout.strip().splitlines()[-1])
+        result: dict = {}
+        for name, v in data.items():
+            items = v["items"]
+            code = sum(i[0] for i in items if i[1] == "code")
+            test = sum(i[0] for i in items if i[1] == "test")
+            count, seconds = v["restores"]
+            top = sorted(items, reverse=True)[:2]
+            say(f"  {name}: {v['wall']:.2f} s: code cells {code:.2f} s, test cells (observing) {test:.2f} s, of which "
+                f"the guard's {count} restores {seconds:.2f} s; slowest: "
+                + "; ".join(f"{t:.2f} s {kind} `{first}`" for t, kind, first in top))
+            result[name] = {"wall": v["wall"], "code_cells": code, "test_cells": test, "restores": count,
+                            "restore_seconds": seconds, "slowest": top}
         return result
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -30,6 +30,7 @@ import _socket
 import builtins
 import dataclasses
 import io
+import itertools
 import json
 import operator
 import os
@@ -150,16 +151,22 @@ def _cell_filled(cell: Any) -> bool:
 class Guard:
     """The originals of everything observing relies on; ``restore()`` puts them back and says what changed.
 
-    ``restore`` runs after every return from student code during an observation, so its common case (nothing
-    changed) is a handful of C-level passes: about 0.8 ms for ~6,000 names and ~150 functions."""
+    ``restore`` runs after every return from student code during an observation (a second-order check of a
+    notebook calls it thousands of times), so its common case, nothing changed, is one identity pass in C over
+    every guarded name, table entry, function and closure cell at once."""
 
-    def __init__(self, extra_functions: list[Any] = ()) -> None:  # type: ignore[assignment]
+    def __init__(self, extra_functions: list[Any] = (), code_writes: list[bool] | None = None) -> None:  # type: ignore[assignment]
+        """``code_writes``: a one-item list the audit hook sets to True when any function's ``__code__``,
+        ``__defaults__`` or ``__kwdefaults__`` is written (those writes raise audit events, and reading ``__code__``
+        raises one too, so reading 180 functions' code after every return from student code would cost ~0.2 ms
+        of hook calls). Without it, every restore compares them."""
+        self.code_writes = code_writes
         self.namespaces = []
         owners = [*GUARDED_NAMESPACES, *functorch_namespaces(), sys.modules[__name__]]
         for owner in [owner for k, owner in enumerate(owners) if not any(o is owner for o in owners[:k])]:
             kept = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
             strict = isinstance(owner, type) or owner in ADDITIONS_REMOVED  # additions removed too
-            self.namespaces.append([owner, kept, tuple(kept), tuple(kept.values()), strict])
+            self.namespaces.append([owner, kept, strict])
         functions = [*_grader_functions(), *extra_functions]
         self.functions = functions
         self.codes = [(fn.__code__, fn.__defaults__, fn.__kwdefaults__) for fn in functions]
@@ -177,19 +184,44 @@ class Guard:
                        (here.__dict__, dict(here.__dict__), here.__name__)]
         self._missing = MISSING
         self.tables = [(table, dict(table) if type(table) is dict else list(table)) for table in _grader_tables()]
+        # The live views the fast path reads (vars() of a class makes a new proxy each call; a kept one stays live).
+        self._mappings = [vars(owner) for owner, _, _ in self.namespaces] + [t for t, _ in self.tables if type(t) is dict]
+        self._lists = [t for t, _ in self.tables if type(t) is not dict]
+        self._versions = _DictVersions([d for mapping in self._mappings for d in _real_dicts(mapping)])
+        self._first_versions = _DictVersions([namespace for namespace, _, _ in self._first])
+        self._fast = self._snapshot()
+
+    def _snapshot(self) -> "_Snapshot":
+        self._versions.keep()
+        self._first_versions.keep()
+        return _Snapshot(self._mappings, self._lists, self.cells, self._contents)
 
     def restore(self) -> list[str]:
         replaced: list[str] = []
         missing = self._missing
-        for namespace, kept, name in self._first:
-            replaced += [f"{name}.{k}" for k, v in kept.items() if namespace.get(k, missing) is not v]
-            namespace.update(kept)
+        if not self._first_versions.unchanged():
+            for namespace, kept, name in self._first:
+                replaced += [f"{name}.{k}" for k, v in kept.items() if namespace.get(k, missing) is not v]
+                namespace.update(kept)
+            self._first_versions.keep()
+        code_writes = self.code_writes
+        if code_writes is None or code_writes[0]:
+            if code_writes is not None:
+                code_writes[0] = False
+            is_not = self._is_not
+            for fn, kept_code in zip(self.functions, self.codes):
+                if any(map(is_not, self._code(fn), kept_code)):  # by identity: no __eq__ of a notebook's defaults runs
+                    replaced.append(f"the code of {fn.__module__}.{fn.__qualname__}")
+                    fn.__code__, fn.__defaults__, fn.__kwdefaults__ = kept_code
+        dicts_unchanged = self._versions.unchanged()
+        if self._fast.unchanged(dicts_unchanged=dicts_unchanged):
+            if not dicts_unchanged:  # written, but to the same objects (a name set back, torch's own state)
+                self._versions.keep()
+            return replaced
         is_not = self._is_not
         for entry in self.namespaces:
-            owner, kept, keys, values, strict = entry
+            owner, kept, strict = entry
             current = vars(owner)
-            if not any(map(is_not, map(current.get, keys), values)) and len(current) == len(kept):
-                continue
             name = getattr(owner, "__name__", str(owner))
             for key in [k for k in current if k not in kept]:
                 if strict or key in BUILTIN_NAMES:
@@ -200,8 +232,7 @@ class Guard:
                     replaced.append(f"{name}.{key}")
                     _set(owner, key, value)
             if len(vars(owner)) != len(kept):  # what stays added (a submodule imported since) is kept from now on
-                adopted = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
-                entry[1:4] = adopted, tuple(adopted), tuple(adopted.values())
+                entry[1] = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
         for table, kept_table in self.tables:
             if type(table) is dict:
                 changed = len(table) != len(kept_table) or any(map(is_not, map(table.get, kept_table), kept_table.values()))
@@ -214,26 +245,110 @@ class Guard:
                     dict.update(table, kept_table)
                 else:
                     list.__setitem__(table, slice(None), kept_table)
-        codes = list(map(self._code, self.functions))
-        if codes != self.codes:  # tuples of code objects and defaults: compared by identity first
-            for fn, now, kept_code in zip(self.functions, codes, self.codes):
-                if now != kept_code:
-                    replaced.append(f"the code of {fn.__module__}.{fn.__qualname__}")
-                    fn.__code__, fn.__defaults__, fn.__kwdefaults__ = kept_code
-        try:
-            changed = any(map(is_not, map(self._contents, self.cells), self.cell_values))
-        except ValueError:  # a cell emptied
-            changed = True
-        if changed:
-            for cell, value, owner in zip(self.cells, self.cell_values, self.cell_owners):
-                try:
-                    same = cell.cell_contents is value
-                except ValueError:  # emptied
-                    same = False
-                if not same:
-                    replaced.append(f"the state of {owner} (closure cells)")
-                    cell.cell_contents = value
+        for cell, value, owner in zip(self.cells, self.cell_values, self.cell_owners):
+            try:
+                same = cell.cell_contents is value
+            except ValueError:  # emptied
+                same = False
+            if not same:
+                replaced.append(f"the state of {owner} (closure cells)")
+                cell.cell_contents = value
+        # As kept now, but for torch's own rebinding (REBOUND_BY_TORCH) and submodules imported since: the new normal.
+        self._fast = self._snapshot()
         return replaced
+
+
+class _Snapshot:
+    """Every guarded mapping's keys and values, every table list's items and the functions' closure cells,
+    flattened in order, to compare by identity in one pass. ``is`` only: no key lookups, no ``__eq__`` of anything
+    a notebook made, and no ``id()`` or ``__code__`` (they raise audit events, each a call of the hook)."""
+
+    def __init__(self, mappings: list[Any], lists: list[Any], cells: list[Any], contents: Callable[[Any], Any]) -> None:
+        self.sources = (mappings, lists, cells)
+        self._chain, self._values, self._contents = itertools.chain, operator.methodcaller("values"), contents
+        self._is, self._all, self._len, self._map, self._list = operator.is_, all, len, map, list
+        self.lengths = self._lengths()
+        self.objects = tuple(self._objects())
+        self.others = tuple(self._others())
+
+    def _lengths(self) -> list[int]:
+        mappings, lists, _ = self.sources
+        return self._list(self._map(self._len, mappings)) + self._list(self._map(self._len, lists))
+
+    def _objects(self) -> Any:
+        mappings, lists, cells = self.sources
+        flat, map_ = self._chain.from_iterable, self._map
+        return self._chain(flat(mappings), flat(map_(self._values, mappings)), flat(lists), map_(self._contents, cells))
+
+    def unchanged(self, dicts_unchanged: bool = False) -> bool:
+        """Whether everything is as snapshotted; ``dicts_unchanged`` (no guarded dict was written since, by their
+        versions) leaves only the lists and closure cells to compare."""
+        if self._lengths() != self.lengths:  # lists of ints
+            return False
+        try:
+            if dicts_unchanged:
+                return self._all(self._map(self._is, self._others(), self.others))
+            return self._all(self._map(self._is, self._objects(), self.objects))
+        except ValueError:  # a closure cell emptied
+            return False
+
+    def _others(self) -> Any:
+        _, lists, cells = self.sources
+        return self._chain(self._chain.from_iterable(lists), self._map(self._contents, cells))
+
+
+class _DictVersions:
+    """Whether any of these dicts was written since ``keep()``, read from CPython's own per-dict version tag
+    (``ma_version_tag``, PEP 509: every insert, replace, delete or clear gives the dict a new, never reused
+    number), so that checking ~5,000 guarded names costs ~100 integer reads instead of a pass over all of them.
+
+    The tag is not exposed to Python; it is read in place through ctypes, at an offset checked when the Guard is
+    built (a dict written must change its number). Where the check fails (another Python), ``unchanged()`` is
+    always False and the full identity pass decides. A notebook that writes the tags back itself must use
+    ctypes, which the audit hook flags."""
+
+    OFFSET = 3 * 8  # PyDictObject in CPython 3.11: ob_refcnt, ob_type, ma_used, then ma_version_tag
+
+    def __init__(self, dicts: list[dict[Any, Any]]) -> None:
+        self.dicts = dicts  # kept alive: the addresses below stay theirs
+        self.tags = [self._tag(d) for d in dicts] if self.works() else None
+        self._value, self._list, self._map = operator.attrgetter("value"), list, map
+        self.kept: list[int] = []
+
+    @classmethod
+    def _tag(cls, d: dict[Any, Any]) -> Any:
+        import ctypes
+        return ctypes.c_uint64.from_address(id(d) + cls.OFFSET)
+
+    @classmethod
+    def works(cls) -> bool:
+        if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11):
+            return False
+        probe: dict[str, int] = {"a": 1}
+        tag = cls._tag(probe)
+        seen = [tag.value]
+        probe["a"] = 2
+        seen.append(tag.value)
+        probe["b"] = 3
+        seen.append(tag.value)
+        del probe["a"]
+        seen.append(tag.value)
+        return len(set(seen)) == len(seen) and seen == sorted(seen)
+
+    def keep(self) -> None:
+        if self.tags is not None:
+            self.kept = self._list(self._map(self._value, self.tags))
+
+    def unchanged(self) -> bool:
+        return self.tags is not None and self._list(self._map(self._value, self.tags)) == self.kept  # lists of ints
+
+
+def _real_dicts(mapping: Any) -> list[dict[Any, Any]]:
+    """The dict behind a module's namespace (itself) or a class's (behind its mappingproxy)."""
+    if type(mapping) is dict:
+        return [mapping]
+    import gc
+    return [d for d in gc.get_referents(mapping) if type(d) is dict]
 
 
 def _set(owner: Any, key: str, value: Any) -> None:
@@ -449,7 +564,11 @@ def run(plan: list[dict[str, Any]], address: str) -> None:
 
     busy = [False]
 
+    code_writes = [True]  # set on every write of a function's code or defaults, whoever writes: see Guard
+
     def audit(event: str, args: tuple[Any, ...]) -> None:
+        if event == "object.__setattr__" or event == "object.__delattr__":  # (deleting __defaults__ too)
+            code_writes[0] = True
         if busy[0] or reporting[0]:
             return
         busy[0] = True
@@ -464,7 +583,7 @@ def run(plan: list[dict[str, Any]], address: str) -> None:
 
     current: list[Any] = [None]
     wrappers = _install_function_guards(current)
-    guard = Guard(extra_functions=[*wrappers, report, flag, audit, suspicious])
+    guard = Guard(extra_functions=[*wrappers, report, flag, audit, suspicious], code_writes=code_writes)
     restore_all, observe_one, set_trace, set_profile = guard.restore, observe_call, sys.settrace, sys.setprofile
     restored: list[str] = []
 
