@@ -33,6 +33,7 @@ import re
 import resource
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -650,6 +651,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="where to build the courses (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the course directories (logs, gradebooks)")
     args = parser.parse_args(argv)
+    # Stopped with SIGTERM (kill, a CI timeout): unwind as for Ctrl-C, so that the PostgreSQL server and the Dask
+    # cluster this run started are stopped by the finally below, not left running.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     sizes = sorted({int(x) for x in args.sizes.split(",") if x.strip()})
     if not sizes or sizes[0] < 1 or not 0 <= args.stock_students <= sizes[-1]:
         parser.error("need sizes >= 1 and 0 <= --stock-students <= the largest size")
