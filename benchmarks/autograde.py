@@ -228,6 +228,15 @@ def predicted_points(path: Path, exercise: str, layout: Layout) -> float | None:
     return sum(layout.points[f"{exercise}-{suffix}"] for suffix, outcome in outcomes.items() if outcome == "pass")
 
 
+# Adversarial kinds that kill stock's kernel: stock then drops the rest of that student's assignment.
+KERNEL_KILLERS = ("adversarial:os-exit", "adversarial:infinite-loop")
+
+# Exercises whose checks run through another exercise's answer (grader.secondorder builds hvp's and the gradient
+# penalty's probe functions from the student's own Softplus): their catalogue prediction holds only when that
+# answer is right. (The benchmark leaves section 0 of notebook 4, the pasted notebook-3 Functions, as released.)
+PREDICTION_NEEDS = {"hvp": ("softplus",), "penalty": ("softplus",)}
+
+
 def build_class(n: int, seed: int, layout: Layout, infinite_loop: bool) -> list[Student]:
     """n students, deterministic from seed: ~15% correct, ~5% blank, a few adversarial, the rest with mistakes."""
     rng = random.Random(seed)
@@ -281,6 +290,11 @@ def build_class(n: int, seed: int, layout: Layout, infinite_loop: bool) -> list[
             else:
                 s.plan[exercise] = "stub (left blank)"
                 s.expected[exercise] = 0.0
+        for exercise, needs in PREDICTION_NEEDS.items():
+            if s.expected.get(exercise) and any(not s.plan.get(n, "").startswith(("solution", "alternative"))
+                                                for n in needs):
+                s.expected[exercise] = None  # unpredicted: the check goes through a wrong or missing answer
+                s.plan[exercise] += f" (through {', '.join(needs)}: {', '.join(s.plan.get(n, '') for n in needs)})"
         if kind.startswith("adversarial:"):
             adv = kind.split(":", 1)[1]
             notebook, _ = INFINITE_LOOP if adv == "infinite-loop" else ADVERSARIAL[adv]
@@ -516,6 +530,12 @@ def compare(students: list[Student], sample: list[Student], ours: dict, stock: d
             row = {"student": s.name, "kind": s.kind, "notebook": notebook, "exercise": exercise,
                    "submitted": s.plan.get(exercise, ""), "ours": fmt(a), "stock": fmt(b)}
             if notebook == s.adversarial_notebook:
+                (adversarial_same if a == b else adversarial_diff).append(row)
+                continue
+            if s.kind in KERNEL_KILLERS and s.adversarial_notebook and notebook > s.adversarial_notebook:
+                # Stock nbgrader removes the whole assignment of a student whose kernel died ("Removing failed
+                # assignment"): the notebooks after the attack are lost to stock, not judged. Ours grades them.
+                row["submitted"] += f" (stock: lost with the kernel of {s.adversarial_notebook})"
                 (adversarial_same if a == b else adversarial_diff).append(row)
                 continue
             compared += 1
