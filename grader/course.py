@@ -23,6 +23,7 @@ process at once, and reads nothing else that takes time before the first noteboo
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -131,13 +132,30 @@ def gradebook_scores(db_url: str, assignment: str = ASSIGNMENT,
             except MissingEntry:
                 continue
             row: dict[str, tuple[float, float]] = {}
-            for notebook in submission.notebooks:
-                for grade in notebook.grades:
+            order = _cell_order(assignment)
+            for notebook in sorted(submission.notebooks, key=lambda nb: nb.name):
+                # in the course's order, not the database's: PostgreSQL returns rows written by several processes
+                # in any order, and the table's columns follow the first row
+                for grade in sorted(notebook.grades, key=lambda g: (order.get(g.name, len(order)), g.name)):
                     exercise = exercise_of(grade.name)
                     score, top = row.get(exercise, (0.0, 0.0))
                     row[exercise] = (score + float(grade.score or 0), top + float(grade.max_score or 0))
             table[student.id] = row
     return table
+
+
+@functools.lru_cache(maxsize=None)
+def _cell_order(assignment: str) -> dict[str, int]:
+    """grade_id -> its position in the course (the notebooks of solutions/ by name, their cells in order)."""
+    import nbformat
+
+    order: dict[str, int] = {}
+    for path in sorted((REPO / "solutions" / assignment).glob("*.ipynb")):
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            if grade_id and grade_id not in order:
+                order[grade_id] = len(order)
+    return order
 
 
 def render_scores(table: dict[str, dict[str, tuple[float, float]]]) -> str:
