@@ -212,7 +212,7 @@ for task in json.loads(sys.argv[2]):
                 start[index] = when
             elif event in ("done", "observed") and index in start:
                 rows.append([when - start[index], "code" if event == "done" else "test", index])
-        restores.append(json.load(open(counts)))
+        restores.append(json.load(open(counts)) if os.path.exists(counts) else [0, 0.0])  # os._exit in a cell
     first = {item["index"]: (item.get("source") or item.get("grade_id") or "").strip().split("\n")[0][:60] for item in plan}
     out[task["name"]] = {"wall": min(walls), "items": [[t, kind, first.get(i, "")] for t, kind, i in rows],
                          "restores": min(restores, key=lambda r: r[1])}
@@ -220,14 +220,14 @@ print(json.dumps(out))
 """
 
 
-def part_child(nbs: dict[str, list[runner.Cell]]) -> dict:
+def part_child(nbs: dict[str, list[runner.Cell]], quiet: bool = False) -> dict:
     """Each notebook's plan in a child forked from a process warmed up as the pool's worker, without bubblewrap:
     where the time goes (code cells against observing test cells, the slowest items, the guard's restores)."""
     scratch = Path(tempfile.mkdtemp(prefix="profile-child-"))
     tasks = []
     for name, cells in nbs.items():
         folder = scratch / name
-        folder.mkdir()
+        folder.mkdir(parents=True)
         (folder / "plan.json").write_text(json.dumps(plan_of(cells)), encoding="utf-8")
         tasks.append({"name": name, "dir": str(folder)})
     try:
@@ -243,6 +243,9 @@ def part_child(nbs: dict[str, list[runner.Cell]]) -> dict:
             test = sum(i[0] for i in items if i[1] == "test")
             count, seconds = v["restores"]
             top = sorted(items, reverse=True)[:2]
+            if quiet:
+                result[name] = {"wall": v["wall"], "items": items}
+                continue
             say(f"  {name}: {v['wall']:.2f} s: code cells {code:.2f} s, test cells (observing) {test:.2f} s, of which "
                 f"the guard's {count} restores {seconds:.2f} s; slowest: "
                 + "; ".join(f"{t:.2f} s {kind} `{first}`" for t, kind, first in top))
@@ -251,6 +254,47 @@ def part_child(nbs: dict[str, list[runner.Cell]]) -> dict:
         return result
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def class_notebooks(course_dir: Path) -> dict[str, list[runner.Cell]]:
+    """Every submission of a kept course, as the plans the grader sends (test cells from the instructor's source)."""
+    trusted = {path.stem: runner.instructor_cells(nbformat.read(str(path), as_version=4))
+               for path in sorted(SOLUTIONS.glob("*.ipynb"))}
+    result = {}
+    for path in sorted((course_dir / "submitted").glob(f"*/{course.ASSIGNMENT}/*.ipynb")):
+        try:
+            nb = nbformat.read(str(path), as_version=4)
+        except Exception:  # an unreadable submission costs the sandbox nothing
+            continue
+        result[f"{path.parent.parent.name}/{path.stem}"] = runner.cells_to_run(nb, trusted.get(path.stem, {}))
+    return result
+
+
+def part_class(course_dir: Path) -> dict:
+    """The child's time on every submission of a kept course: per notebook, the mean and the worst students, and
+    the items (cells, checks) that take the most time summed over the class: where a class's time goes."""
+    nbs = class_notebooks(course_dir)
+    say(f"  {len(nbs)} submissions of {course_dir}")
+    data = part_child(nbs, quiet=True)
+    by_notebook: dict[str, list[tuple[float, str]]] = {}
+    items: dict[tuple[str, str], list[float]] = {}
+    for name, row in data.items():
+        student, notebook = name.split("/", 1)
+        by_notebook.setdefault(notebook, []).append((row["wall"], student))
+        for seconds, kind, first in row["items"]:
+            items.setdefault((notebook, f"{kind} `{first}`"), []).append(seconds)
+    for notebook, walls in sorted(by_notebook.items()):
+        walls.sort(reverse=True)
+        mean = sum(w for w, _ in walls) / len(walls)
+        say(f"  {notebook}: mean {mean:.2f} s over {len(walls)} students; slowest: "
+            + ", ".join(f"{s} {w:.2f} s" for w, s in walls[:3]))
+    total = sum(sum(w for w, _ in walls) for walls in by_notebook.values())
+    say(f"  the class: {total:.1f} s of child time, {total / max(len(data), 1):.2f} s per notebook; the items that cost most:")
+    for (notebook, item), times in sorted(items.items(), key=lambda kv: -sum(kv[1]))[:15]:
+        say(f"    {sum(times):6.1f} s ({100 * sum(times) / total:4.1f}%) {notebook}: {item} "
+            f"({len(times)} runs, mean {sum(times) / len(times):.3f} s)")
+    return {"notebooks": len(data), "seconds": total,
+            "per_notebook": {n: sum(w for w, _ in v) / len(v) for n, v in by_notebook.items()}}
 
 
 def part_nbgrader(course_dir: Path) -> dict:
@@ -294,15 +338,23 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="rounds of the sequential pool timing")
     parser.add_argument("--course", type=Path, help="the ours/ folder of a course kept by `autograde.py --keep`")
     parser.add_argument("--json", type=Path, help="write the numbers as JSON here")
+    parser.add_argument("--parts", default="pool,child,class,nbgrader",
+                        help="which parts to run, comma-separated (class and nbgrader need --course)")
     args = parser.parse_args()
     nbs = notebooks()
     say(f"Profile of trusted grading on {os.cpu_count()} cores (instructor notebooks: {', '.join(nbs)})")
     result: dict = {"cores": os.cpu_count()}
-    say("\n1+3. the pool (bubblewrap workers, one forked child per notebook), driven by grader.runner.grade_cells")
-    result["pool"] = part_pool(nbs, args.repeats)
-    say("\n2. inside the child (forked from a process set up like the worker, no sandbox; best of 2)")
-    result["child"] = part_child(nbs)
-    if args.course:
+    parts = set(args.parts.split(","))
+    if "pool" in parts:
+        say("\n1+3. the pool (bubblewrap workers, one forked child per notebook), driven by grader.runner.grade_cells")
+        result["pool"] = part_pool(nbs, args.repeats)
+    if "child" in parts:
+        say("\n2. inside the child (forked from a process set up like the worker, no sandbox; best of 2)")
+        result["child"] = part_child(nbs)
+    if args.course and "class" in parts:
+        say("\n2b. inside the child, every submission of the course (best of 2)")
+        result["class"] = part_class(args.course.resolve())
+    if args.course and "nbgrader" in parts:
         say("\n4. nbgrader's own work per notebook")
         result["nbgrader"] = part_nbgrader(args.course.resolve())
     if args.json:

@@ -16,6 +16,7 @@ forward-over-reverse and "the whole Hessian, then a product" apart.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -216,12 +217,28 @@ def _fail_if_jvp_read_nothing(p: _HvpProbe, obs: Obs) -> None:
                     error=_first_line(text), code=_first_line(_str_field(error, "code", optional=True) or ""))
 
 
+_HVP_REFERENCES: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+_HVP_REFERENCES_LOCK = threading.Lock()
+
+
 def _hvp_reference(p: _HvpProbe) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(H v, ∇f, H) at p.x, from PyTorch's own ops."""
-    f = p.reference()
-    with FORWARD_MODE_LOCK:  # torch.func.hessian is jacfwd(jacrev(f)): forward mode
-        hess = torch.func.hessian(f)(p.x)
-    return hess @ p.v, torch.func.grad(f)(p.x), hess
+    """(H v, ∇f, H) at p.x, from PyTorch's own ops. The same for every student (the probe's function, its
+    constants, x and v make the key): computed once per probe in this process, since
+    torch.func.hessian costs more than judging the rest of the notebook."""
+    constants = [t.numpy().tobytes() for t in p.make.__defaults__ or () if isinstance(t, torch.Tensor)]
+    key = (p.desc, p.x.numpy().tobytes(), p.v.numpy().tobytes(), *constants)
+    with _HVP_REFERENCES_LOCK:
+        known = _HVP_REFERENCES.get(key)
+    if known is None:
+        f = p.reference()
+        with FORWARD_MODE_LOCK:  # torch.func.hessian is jacfwd(jacrev(f)): forward mode
+            hess = torch.func.hessian(f)(p.x)
+        known = (hess @ p.v, torch.func.grad(f)(p.x), hess)
+        with _HVP_REFERENCES_LOCK:
+            if len(_HVP_REFERENCES) > 256:  # probes are few (sizes x functions); a bound all the same
+                _HVP_REFERENCES.clear()
+            _HVP_REFERENCES[key] = known
+    return tuple(t.clone() for t in known)  # type: ignore[return-value]
 
 
 def _judge_hvp_probe(check: str, p: _HvpProbe, stale: None, obs: Obs) -> None:

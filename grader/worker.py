@@ -95,8 +95,25 @@ def warm_up() -> None:
     with forward_ad.dual_level():
         forward_ad.unpack_dual(forward_ad.make_dual(x.detach(), x.detach()) * 2)
     child.make_shell()
+    _warm_up_pyplot()
     gc.collect()
     gc.freeze()
+
+
+def _warm_up_pyplot() -> None:
+    """Import pyplot and draw one PNG, after the shell exists (the inline backend hooks into it then, as in a
+    kernel): about 0.5 s once per worker, instead of in every child whose notebook plots (notebook 4 does)."""
+    import io
+
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:  # plotting is the notebook's business; grading does not need it
+        return
+    figure = plt.figure(figsize=(2, 1))
+    figure.gca().plot([0, 1], [0, 1], label="warm-up")
+    figure.gca().set_title("warm-up")
+    figure.savefig(io.BytesIO(), format="png")
+    plt.close("all")
 
 
 def _virtual_memory() -> int:

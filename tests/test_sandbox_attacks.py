@@ -554,6 +554,22 @@ class Exp:
     assert kept[4]["ename"] == "ValueError" and kept[4]["traceback"]
 
 
+def test_a_cells_matplotlib_figure_comes_back_as_a_png_and_the_worker_keeps_none():
+    """pyplot is imported and warmed up in the worker, before the child forks: a figure a cell draws is still
+    shown once, as a PNG of its own (the inline backend flushes it after the cell), and nothing the worker drew
+    while warming up shows in any cell."""
+    from grader import outputs
+
+    source = ("import matplotlib.pyplot as plt\nplt.plot([0, 1, 4], label='loss')\nplt.title('mine')\n"
+              "print(len(plt.get_fignums()))\n")
+    (events, outcome), = _run_events([source])
+    done = next(e for e in events if e.get("event") == "done")
+    kept = outputs.sanitize(done["outputs"], [outputs.NOTEBOOK_BYTES])
+    assert [o["output_type"] for o in kept] == ["stream", "display_data"], kept
+    assert kept[0]["text"] == "1\n"  # the cell's own figure only
+    assert "data:image/png;base64," in kept[1]["data"]["text/html"] and "warm-up" not in str(kept)
+
+
 def test_a_flood_of_output_is_cut_with_a_note():
     (events, outcome), = _run_events(["for i in range(200000):\n    print('x' * 50)\n"])
     done = next(e for e in events if e.get("event") == "done")
