@@ -4,14 +4,16 @@ over disjoint groups of students sharing one PostgreSQL gradebook).
     python -m grader.nbgrader_job --root COURSE --db-url URL [--workers N] [--exclude FILE] [--scores FILE]
                                   -- autograde ASSIGNMENT [nbgrader's options...]
 
-It is nbgrader's own command (``nbgrader ...`` with the same arguments, configuration and log), with three
-fixed costs taken off a class's first notebook:
+It is nbgrader's own command (``nbgrader ...`` with the same arguments, configuration and log), with these
+costs taken off:
 
 * the pool of sandboxed workers starts first, in a thread, while this process imports nbgrader (the workers
   import torch in their sandboxes meanwhile); TrustedExecute takes it when its configuration asks for that
   pool (``grader.pool.take_early``);
 * jsonschema's ``rfc3987_syntax`` is not imported: it builds a grammar for about a second at import, for the
   "iri" string formats, which nbformat never checks (it validates notebooks without a format checker);
+* nbgrader's many openings of the gradebook share one database engine (``grader.gradebook_engines``): its
+  compiled SQL and its connections serve every notebook;
 * with ``--scores FILE``, the scores of its students (all but the excluded ones) are read from the gradebook here,
   where nbgrader's API is already imported, and written to FILE as JSON: no other Python start for the table.
 
@@ -73,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         config.CourseDirectory.student_id_exclude = ",".join(excluded)
     from nbgrader.apps.nbgraderapp import NbGraderApp
 
+    from . import gradebook_engines
+
+    gradebook_engines.share()
+
     log(f"nbgrader imported at {time.monotonic() - STARTED:.2f} s (seconds after this process started)"
         + ("" if args.no_early_pool else "; the sandboxed workers were started at once"))
     code: int = 0
@@ -105,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             tmp.write_text(json.dumps(table), encoding="utf-8")
             os.replace(tmp, args.scores)
             log(f"scores of {len(table)} students read from the gradebook in {time.monotonic() - read:.2f} s")
+    gradebook_engines.dispose()
     return code
 
 
