@@ -189,17 +189,19 @@ def raw_backward(probe: Probe, out: torch.Tensor, node: Any, v: torch.Tensor) ->
     return {"cls": cls.__name__, "grads": _grads(raw)}
 
 
-FAST_MODE_ABOVE = 64  # elements: slow-mode gradcheck grows with size², fast mode stays at milliseconds
-
-
 def run_gradcheck(fn: Callable[..., Any], inputs: tuple[Any, ...], second: bool) -> Obs:
     check = torch.autograd.gradgradcheck if second else torch.autograd.gradcheck
     tensors = tuple(_differentiable(inputs))
     if any(t.dtype != torch.float64 for t in tensors):  # finite differences need float64: the judge skips these
         return {"ok": True, "skipped": "not float64"}
-    fast = sum(t.numel() for t in tensors) > FAST_MODE_ABOVE
     try:
-        check(_tensor_closure(fn, inputs), tensors, raise_exception=True, fast_mode=fast)
+        # Fast mode compares one random projection of each Jacobian: milliseconds whatever the size (slow mode,
+        # every entry, took 25-50 ms a probe for Linear's). It catches the same mistakes (the catalogue's verdicts
+        # are unchanged), and on a mismatch PyTorch recomputes in slow mode for its message, which reads the same.
+        # Its random vectors come from torch's global generator: put back, so that a notebook's later cells draw
+        # the same numbers whether hidden tests ran before them or not.
+        with torch.random.fork_rng(devices=[]):
+            check(_tensor_closure(fn, inputs), tensors, raise_exception=True, fast_mode=True)
     except GradcheckError as err:
         return {"ok": False, "detail": dx._short(str(err), 200).rstrip(",") + "."}
     except Exception as exc:
