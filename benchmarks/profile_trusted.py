@@ -2,7 +2,8 @@
 """Where does trusted autograding spend its time? A breakdown to read next to benchmarks/autograde.py.
 
     .venv/bin/python benchmarks/profile_trusted.py                 # all parts, about a minute on 2 cores
-    .venv/bin/python benchmarks/profile_trusted.py --course DIR    # also nbgrader's own overhead on a built course
+    .venv/bin/python benchmarks/profile_trusted.py --course DIR    # also a built class, and nbgrader's own overhead
+    .venv/bin/python benchmarks/profile_trusted.py --course DIR --parts class    # only the class's notebooks
 
 1. pool:   start a grader.pool.Pool, then grade the instructor notebooks one at a time with
            grader.runner.grade_cells, splitting each into pool.run (sandbox + forked child) and judging
@@ -10,6 +11,9 @@
 2. child:  the same plans run by grader.child in a child forked from a process warmed up as the pool's worker
            (grader.worker.warm_up), without bubblewrap: code cells against observing test cells, the slowest items,
            and how many restores of the guard observing took and their time.
+2b. class: with --course, the same on every submission of a course built by `benchmarks/autograde.py --keep`
+           (e.g. its all-24 folder): per notebook the mean and the slowest students, and the cells and checks that
+           cost the class the most, summed over its students.
 3. sandbox: the fixed cost of one pool task (an empty plan) and of a gc.collect() in a child.
 4. nbgrader (with --course, a course built by `benchmarks/autograde.py --keep`): `nbgrader autograde` with
            no Execute at all (nbgrader's other preprocessors only) on a copy of that course: nbgrader's own
@@ -307,7 +311,8 @@ def part_nbgrader(course_dir: Path) -> dict:
         shutil.copytree(course_dir / "submitted", root / "submitted")
         base_db = course_dir.parent / "base" / "gradebook.db"
         if not base_db.exists():
-            raise SystemExit(f"{base_db} not found: give --course the ours/ folder of `autograde.py --keep`")
+            raise SystemExit(f"{base_db} not found: give --course a course folder of `autograde.py --keep` "
+                             "(e.g. WORKDIR/all-24)")
         shutil.copy(base_db, root / "gradebook.db")
         (root / "nbgrader_config.py").write_text(
             "c = get_config()  # noqa: F821\n"
@@ -336,7 +341,7 @@ def part_nbgrader(course_dir: Path) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3, help="rounds of the sequential pool timing")
-    parser.add_argument("--course", type=Path, help="the ours/ folder of a course kept by `autograde.py --keep`")
+    parser.add_argument("--course", type=Path, help="a course folder kept by `autograde.py --keep` (e.g. WORKDIR/all-24)")
     parser.add_argument("--json", type=Path, help="write the numbers as JSON here")
     parser.add_argument("--parts", default="pool,child,class,nbgrader",
                         help="which parts to run, comma-separated (class and nbgrader need --course)")
