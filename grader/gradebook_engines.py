@@ -35,9 +35,10 @@ def share() -> None:
             engine = _ENGINES.get(db_url)
         if engine is None:  # the first opening: nbgrader's own, tables and alembic version included
             first_init(self, db_url, course_id=course_id, authenticator=authenticator)
-            with _LOCK:
-                _ENGINES.setdefault(db_url, self.engine)
+            with _LOCK:  # (another thread's first opening may have won: then this engine is this opening's own)
+                self._grader_shared = _ENGINES.setdefault(db_url, self.engine) is self.engine
             return
+        self._grader_shared = True
         self.engine = engine
         self.db = scoped_session(sessionmaker(autoflush=True, bind=engine, future=True))
         self.check_course(course_id=course_id)
@@ -45,7 +46,7 @@ def share() -> None:
         self.authenticator = authenticator
 
     def close(self: Any) -> None:
-        if any(self.engine is shared for shared in _ENGINES.values()):
+        if self._grader_shared:
             self.db.remove()  # the session ends; the engine and its connections serve the next opening
         else:
             first_close(self)
