@@ -286,17 +286,18 @@ def test_a_worker_killed_in_the_middle_of_a_class_costs_no_student_anything(loop
     with open(log_path, "w") as log:
         nbgrader = subprocess.Popen(command, cwd=course.REPO, env=_on(loopback.address), stdout=log,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    killed_while = []
+    killed_while: list[str] = []
     try:
         deadline = time.monotonic() + 300
         while not killed_while and nbgrader.poll() is None and time.monotonic() < deadline:
-            running = loopback.client.processing(workers=[doomed]).get(doomed, [])
-            if running:
-                time.sleep(1.0)  # well inside the notebook
-                killed_while = list(loopback.client.processing(workers=[doomed]).get(doomed, []))
-                loopback.kill("w3")
-            time.sleep(0.1)
-        assert killed_while, "the third worker was never given a notebook: nothing was killed"
+            if loopback.client.processing().get(doomed):  # (asked of all: never of a worker the scheduler forgot)
+                time.sleep(0.2)  # inside the notebook, not at its first instruction
+                still = list(loopback.client.processing().get(doomed, []))
+                if still:  # a short notebook may have ended meanwhile: then wait for the next one
+                    loopback.kill("w3")
+                    killed_while = still
+            time.sleep(0.05)
+        assert killed_while, "the third worker was never holding a notebook when polled: nothing was killed"
         nbgrader.wait(timeout=600)
     finally:
         if nbgrader.poll() is None:
@@ -317,6 +318,13 @@ def test_a_worker_killed_in_the_middle_of_a_class_costs_no_student_anything(loop
     charged = [name for name, data in verdicts.items() if died in json.dumps(data) or data.get("problem")]
     assert not charged, f"charged to students for the killed worker: {charged}"
     assert doomed not in loopback.workers()
+
+    def times_started(keys: list[str], dask_scheduler=None) -> dict[str, int]:  # (nested: pickled by value)
+        story = dask_scheduler.story(*keys)
+        return {key: sum(1 for t in story if t[0] == key and t[2] == "processing") for key in keys}
+
+    started = loopback.client.run_on_scheduler(times_started, killed_while)  # from the scheduler's transition log
+    assert all(n >= 2 for n in started.values()), f"a notebook killed with its worker was not run again: {started}"
 
 
 @pytest.mark.slow
