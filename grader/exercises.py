@@ -167,9 +167,15 @@ def _cube(x: torch.Tensor) -> torch.Tensor:
 
 
 def _softplus(x: torch.Tensor) -> torch.Tensor:
-    """log(1 + eˣ) for any x, with finite first and second derivatives through autograd everywhere (F.softplus
-    switches to x above its threshold of 20; torch.logaddexp's second derivative is nan at x = -1000)."""
-    return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
+    """log(1 + eˣ) for any x, with exact first and second derivatives through autograd everywhere (F.softplus
+    switches to x above its threshold of 20; torch.logaddexp's second derivative is nan at x = -1000).
+
+    Each branch sees only inputs where it is finite (where's gradient of an unused inf would be nan), and there
+    is no abs(): clamp(x, 0) + log1p(e^-|x|) has slope 1, not ½, at x = 0, and abs's double backward loads
+    torch._dynamo (a second of the grading process's time, on the way to its first softplus verdict)."""
+    positive = x > 0
+    above, below = torch.where(positive, x, 0.0), torch.where(positive, 0.0, x)
+    return torch.where(positive, above + torch.log1p(torch.exp(-above)), torch.log1p(torch.exp(below)))
 
 
 def _sort_values(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -141,6 +141,7 @@ class OverwriteReleasedCells(OverwriteCells):
 
 import atexit  # noqa: E402
 import copy  # noqa: E402
+import importlib  # noqa: E402
 import os  # noqa: E402
 import threading  # noqa: E402
 from concurrent.futures import Future, ThreadPoolExecutor  # noqa: E402
@@ -690,6 +691,15 @@ def _write_verdicts(nb: Any, result: Any) -> None:
                                            traceback=["AssertionError: " + message]))
 
 
+def _load_judging_imports() -> None:
+    """What judging loads on its first use of torch.func (torch._dynamo: about a second), loaded while the
+    sandboxed workers warm up rather than in the middle of the first notebook's verdicts."""
+    try:
+        importlib.import_module("torch._dynamo")
+    except Exception:  # the judge's own first use then loads it, or says why it cannot
+        pass
+
+
 class _Classroom:
     """The class being autograded: one pool of sandboxed workers, grading the class ahead of nbgrader (a
     ``_Feeder`` per assignment hands the submissions to the pool, in nbgrader's order, a window ahead)."""
@@ -701,6 +711,7 @@ class _Classroom:
         self.feeders: dict[str, _Feeder] = {}  # assignment -> its feeder
         self.lock = threading.Lock()
         self.executor: ThreadPoolExecutor | None = None
+        self.log: Any = None
 
     def start(self, plugin: TrustedExecute, hide: list[Path]) -> None:
         """Start the pool of sandboxed workers (once). Raises SetupError (a worker never became ready, or the
@@ -725,6 +736,7 @@ class _Classroom:
             self.unsandboxed = True
             return
         count = (plugin.workers or None) if plugin.parallel else 1
+        threading.Thread(target=_load_judging_imports, daemon=True, name="grader-judging-imports").start()
         try:
             if address and plugin.pool_class is Pool:
                 pools.discard_early()  # a pool started early on this machine is not the one asked for
@@ -744,7 +756,7 @@ class _Classroom:
         except Exception as exc:
             raise sandbox.SetupError(f"the pool of sandboxed workers could not start ({type(exc).__name__}: "
                                      f"{_one_line(exc)})") from exc
-        self.pool = pool
+        self.pool, self.log = pool, plugin.log
         # notebooks kept in flight: one per sandbox (a Dask cluster: its threads when grading starts)
         self.executor = ThreadPoolExecutor(max_workers=getattr(pool, "in_flight", 0) or getattr(pool, "size", 1),
                                            thread_name_prefix="grader-ahead")
@@ -778,6 +790,9 @@ class _Classroom:
             executor.shutdown(cancel_futures=True)
         if pool is not None:
             pool.close()
+            if getattr(pool, "late_problem", "") and self.log is not None:
+                self.log.warning("a sandboxed worker started after the first ones could not start (%s); the class was "
+                                 "graded by the others", pool.late_problem)
 
 
 class _Feeder:

@@ -151,11 +151,16 @@ class _Worker:
 class Pool:
     """``with Pool(hide=[course_root]) as pool: pool.run(plan, timeout)`` from any number of threads.
 
+    ``at_once``: how many workers start together (default: all); the others start once those are ready. On a
+    machine where nbgrader's own process starts beside the pool, starting one worker fewer than the cores keeps
+    the first notebook from waiting on workers that share one core with it (``beside_nbgrader()``).
+
     Raises ``sandbox.SetupError`` (naming the cause) when a worker cannot start: nothing can be graded."""
 
     RETRIES = 3  # fresh workers tried for one notebook when the failure is not the notebook's
 
-    def __init__(self, hide: list[Path], workers: int | None = None, limits: sandbox.Limits = sandbox.Limits()):
+    def __init__(self, hide: list[Path], workers: int | None = None, limits: sandbox.Limits = sandbox.Limits(),
+                 at_once: int | None = None):
         ok, why = sandbox.available()
         if not ok:
             raise sandbox.SandboxUnavailable(why)
@@ -167,7 +172,11 @@ class Pool:
         # bwrap --die-with-parent ties a worker to the *thread* that started it: one long-lived thread does.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grader-pool-spawner")
         self.idle: "queue.Queue[_Worker]" = queue.Queue()
-        started = [self._spawn() for _ in range(self.size)]  # all start at once, then become ready
+        self._closed, self._lock = False, threading.Lock()
+        self._starting: list[_Worker] = []  # started after the first ones, not ready yet
+        self.late_problem = ""  # why a worker started later could not start (the pool grades on with fewer)
+        first = min(self.size, at_once or self.size)
+        started = [self._spawn() for _ in range(first)]  # these start at once, then become ready
         broken = [w for w in started if not w.wait_ready().ready]
         if broken:
             for worker in started:
@@ -177,6 +186,32 @@ class Pool:
                                      "Check that `make install` completed, then try again.")
         for worker in started:
             self.idle.put(worker)
+        self._later = None
+        if first < self.size:
+            self._later = threading.Thread(target=self._start_later, args=(self.size - first,), daemon=True,
+                                           name="grader-pool-later")
+            self._later.start()
+
+    def _start_later(self, count: int) -> None:
+        """The workers beyond the first ones, all at once; each joins the idle ones when ready."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                starting = [self._spawn() for _ in range(count)]
+            except RuntimeError:  # the spawner was shut down: the pool is closing
+                return
+            self._starting.extend(starting)
+        for worker in starting:
+            ready = worker.wait_ready().ready
+            with self._lock:
+                self._starting.remove(worker)
+                if ready and not self._closed:
+                    self.idle.put(worker)
+                    continue
+                if not self._closed:
+                    self.late_problem = worker.problem
+            worker.close()
 
     def _spawn(self) -> _Worker:
         return self._spawner.submit(_Worker, self).result()
@@ -220,6 +255,13 @@ class Pool:
             self.idle.put(worker)
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            starting = list(self._starting)
+        for worker in starting:  # killed: its wait_ready() returns at once, and the starter closes it
+            sandbox._kill(worker.process)
+        if self._later is not None:
+            self._later.join()
         while not self.idle.empty():
             self.idle.get().close()
         self._spawner.shutdown()
@@ -229,6 +271,12 @@ class Pool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def beside_nbgrader() -> int:
+    """How many workers start at once when nbgrader's own process starts on the same cores: one per core but
+    the one nbgrader's start-up (imports, the gradebook) keeps busy for its first seconds."""
+    return max(1, (os.cpu_count() or 1) - 1)
 
 
 # --- a pool started early -------------------------------------------------------------------------------------
@@ -255,7 +303,7 @@ def start_early(hide: list[Path], workers: int | None = None) -> None:
     EARLY_TIMES["started"] = time.monotonic()
 
     def start() -> Pool:
-        pool = Pool(hide=hide, workers=workers)
+        pool = Pool(hide=hide, workers=workers, at_once=beside_nbgrader())
         EARLY_TIMES["ready"] = time.monotonic()
         return pool
 

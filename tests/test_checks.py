@@ -7,6 +7,7 @@ import io
 import re
 
 import pytest
+import torch
 
 from conftest import (ALTERNATIVES, CELLS, ENTRY, ENTRY_NAME, MISTAKES, CatalogueEntry, cell_calls, namespace_for,
                       solution_cells)
@@ -263,3 +264,21 @@ def test_the_catalogue_has_mistakes_of_every_kind_and_the_grader_names_them_all(
     assert len(MISTAKES) >= 25
     for entry in kinds["neither"] + kinds["gradgradcheck"]:  # what PyTorch's checks miss, the grader names
         assert any(v not in ("pass", "grader_error") for v in entry.expect.values()), entry.id
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
+def test_the_softplus_reference_has_softplus_derivatives_everywhere(dtype):
+    """The reference every Softplus is judged against: σ(x) and σ(x)(1 − σ(x)) at 0, at tiny and huge |x|
+    (where eˣ overflows), never nan. (It had slope 1 at x = 0, where softplus has ½.)"""
+    x = torch.tensor([0.0, 1e-30, -1e-30, 3.0, -3.0, 30.0, -30.0, 700.0, -700.0, 1000.0, -1000.0], dtype=dtype,
+                     requires_grad=True)
+    y = EXERCISES["softplus"].reference_output(x)
+    (first,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    (second,) = torch.autograd.grad(first.sum(), x)
+    exact = x.detach().double()
+    sigmoid = torch.sigmoid(exact)
+    tol = {"atol": 1e-7, "rtol": 1e-6} if dtype == torch.float32 else {"atol": 1e-15, "rtol": 1e-12}
+    assert torch.isfinite(y).all() and torch.isfinite(first).all() and torch.isfinite(second).all()
+    assert torch.allclose(y.detach().double(), torch.logaddexp(exact, torch.zeros_like(exact)), **tol)
+    assert torch.allclose(first.double(), sigmoid, **tol), first
+    assert torch.allclose(second.double(), sigmoid * (1 - sigmoid), **tol), second
