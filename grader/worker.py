@@ -96,6 +96,7 @@ def warm_up() -> None:
         forward_ad.unpack_dual(forward_ad.make_dual(x.detach(), x.detach()) * 2)
     child.make_shell()
     _warm_up_pyplot()
+    _warm_up_graphs()
     gc.collect()
     gc.freeze()
 
@@ -112,8 +113,26 @@ def _warm_up_pyplot() -> None:
     figure = plt.figure(figsize=(2, 1))
     figure.gca().plot([0, 1], [0, 1], label="warm-up")
     figure.gca().set_title("warm-up")
+    figure.gca().contourf([[0.0, 1.0], [1.0, 0.0]], levels=3)  # contourpy is imported on first use
     figure.savefig(io.BytesIO(), format="png")
     plt.close("all")
+
+
+def _warm_up_graphs() -> None:
+    """Import what ``grader.graphs.draw`` imports on first use: torchviz (whose ``distutils`` import goes through
+    setuptools' finder, slowly), graphviz, and IPython's SVG with the XML parser it checks pictures with. Each
+    child that draws paid about 60 ms for them. The drawing itself (Graphviz's ``dot``) stays in the child."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import torchviz  # noqa: F401
+    except ImportError:  # drawing is the notebook's business; grading does not need it
+        pass
+    import xml.dom.minidom  # noqa: F401
+
+    from IPython.display import SVG  # noqa: F401
 
 
 def _virtual_memory() -> int:
