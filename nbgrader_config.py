@@ -53,7 +53,7 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "nbgrader.preprocessors.SaveAutoGrades",
+    "grader.nbgrader_plugins.SaveAutoGradesAtOnce",  # nbgrader's rows, written in one transaction
     "nbgrader.preprocessors.AssignLatePenalties",
     "grader.nbgrader_plugins.CheckCellMetadata",
 ]

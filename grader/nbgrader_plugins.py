@@ -12,7 +12,7 @@ import re
 
 import nbformat
 from nbformat import NotebookNode
-from nbgrader.preprocessors import ClearSolutions, OverwriteCells
+from nbgrader.preprocessors import ClearSolutions, OverwriteCells, SaveAutoGrades
 
 _DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
 _CLASS = re.compile(r"^(\s*)class\s+(\w+)")
@@ -104,6 +104,126 @@ def silence_harmless_warnings() -> None:
                 r"add operation along '[\w.]+' will not proceed")
 
 
+class _CellsReadOnce:
+    """A Gradebook whose ``find_source_cell`` and ``find_graded_cell`` answer, for one notebook, from the
+    gradebook's cells read once per process (``instructor_notebook``): the same values, without two queries per
+    cell for every student (OverwriteCells' share of nbgrader's time). Everything else goes to the Gradebook."""
+
+    def __init__(self, gradebook: Any, notebook: "InstructorNotebook", notebook_id: str, assignment: str) -> None:
+        self._gradebook, self._notebook, self._key = gradebook, notebook, (notebook_id, assignment)
+        self._cells = {name: (cell_type, source, locked, checksum)
+                       for name, cell_type, source, locked, checksum in notebook.source_cells}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._gradebook, name)
+
+    def find_source_cell(self, name: str, notebook: str, assignment: str) -> Any:
+        from types import SimpleNamespace
+
+        if (notebook, assignment) != self._key:
+            return self._gradebook.find_source_cell(name, notebook, assignment)
+        if name not in self._cells:
+            from nbgrader.api import MissingEntry
+
+            raise MissingEntry(f"No such source cell: {assignment}/{notebook}/{name}")
+        cell_type, source, locked, checksum = self._cells[name]
+        return SimpleNamespace(name=name, cell_type=cell_type, source=source, locked=locked, checksum=checksum)
+
+    def find_graded_cell(self, name: str, notebook: str, assignment: str) -> Any:
+        from types import SimpleNamespace
+
+        if (notebook, assignment) != self._key:
+            return self._gradebook.find_graded_cell(name, notebook, assignment)
+        for scores in (self._notebook.points, self._notebook.tasks):
+            if name in scores:
+                return SimpleNamespace(name=name, max_score=scores[name])
+        from nbgrader.api import MissingEntry
+
+        raise MissingEntry(f"No such graded cell: {assignment}/{notebook}/{name}")
+
+
+class SaveAutoGradesAtOnce(SaveAutoGrades):
+    """nbgrader's SaveAutoGrades, writing the same rows in one transaction: the submission's grades and comments
+    are read in one query each and committed once, where nbgrader queries and commits once per cell (on SQLite a
+    commit is a write to disk: about thirty per notebook, in nbgrader's one serial process)."""
+
+    _grades: dict[str, Any] = {}
+    _comments: dict[str, Any] = {}
+    _deferred = False  # only inside preprocess(): a cell on its own commits as nbgrader's does
+
+    def preprocess(self, nb: Any, resources: Any) -> tuple[Any, Any]:
+        from nbgrader.api import BaseCell, Comment, Grade, Gradebook
+
+        info = resources["nbgrader"]
+        self.notebook_id, self.assignment_id = info["notebook"], info["assignment"]
+        self.student_id, self.db_url = info["student"], info["db_url"]
+        self.gradebook = Gradebook(self.db_url)
+        with self.gradebook:
+            db = self.gradebook.db
+            submission = self.gradebook.find_submission_notebook(self.notebook_id, self.assignment_id,
+                                                                  self.student_id)
+            self._grades = dict((name, grade) for grade, name in db.query(Grade, BaseCell.name).join(
+                BaseCell, BaseCell.id == Grade.cell_id).filter(Grade.notebook_id == submission.id))
+            self._comments = dict((name, comment) for comment, name in db.query(Comment, BaseCell.name).join(
+                BaseCell, BaseCell.id == Comment.cell_id).filter(Comment.notebook_id == submission.id))
+            self._deferred = True
+            try:
+                nb, resources = super(SaveAutoGrades, self).preprocess(nb, resources)  # the cells, as nbgrader's
+                db.commit()
+            finally:
+                self._deferred, self._grades, self._comments = False, {}, {}
+        return nb, resources
+
+    def _add_score(self, cell: Any, resources: Any) -> None:
+        self._with_rows_read(super()._add_score, cell, resources)
+
+    def _add_comment(self, cell: Any, resources: Any) -> None:
+        self._with_rows_read(super()._add_comment, cell, resources)
+
+    def _with_rows_read(self, add: Any, cell: Any, resources: Any) -> None:
+        """nbgrader's own _add_score/_add_comment, finding the rows read above and leaving the commit to the end
+        (a cell whose row is not among them goes to the gradebook, which says MissingEntry as for nbgrader)."""
+        gradebook = self.gradebook
+        self.gradebook = _RowsReadOnce(gradebook, self._grades, self._comments, self._deferred)
+        try:
+            add(cell, resources)
+        finally:
+            self.gradebook = gradebook
+
+
+class _RowsReadOnce:
+    """The Gradebook for SaveAutoGradesAtOnce's cells: find_grade and find_comment from the rows read at once, and
+    a commit deferred to the end of the notebook."""
+
+    def __init__(self, gradebook: Any, grades: dict[str, Any], comments: dict[str, Any], deferred: bool) -> None:
+        self._gradebook, self._grades, self._comments = gradebook, grades, comments
+        self.db = _DeferredCommit(gradebook.db) if deferred else gradebook.db
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._gradebook, name)
+
+    def find_grade(self, name: str, notebook: str, assignment: str, student: str) -> Any:
+        found = self._grades.get(name)
+        return found if found is not None else self._gradebook.find_grade(name, notebook, assignment, student)
+
+    def find_comment(self, name: str, notebook: str, assignment: str, student: str) -> Any:
+        found = self._comments.get(name)
+        return found if found is not None else self._gradebook.find_comment(name, notebook, assignment, student)
+
+
+class _DeferredCommit:
+    """A session whose commit() waits for SaveAutoGradesAtOnce's one commit; everything else is the session's."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def commit(self) -> None:
+        self._session.flush()  # (the rows are written in the transaction, as nbgrader's commit would)
+
+
 class OverwriteReleasedCells(OverwriteCells):
     """nbgrader's OverwriteCells, without its false alarm on test cells with hidden tests.
 
@@ -115,6 +235,10 @@ class OverwriteReleasedCells(OverwriteCells):
 
     def preprocess_cell(self, cell: Any, resources: Any, cell_index: int) -> tuple[Any, Any]:
         self._as_released = self._is_as_released(cell, resources)
+        if not isinstance(self.gradebook, _CellsReadOnce):  # nbgrader's two queries per cell, from memory
+            self.gradebook = _CellsReadOnce(self.gradebook, instructor_notebook(
+                resources["nbgrader"]["db_url"], self.assignment_id, self.notebook_id), self.notebook_id,
+                self.assignment_id)
         return super().preprocess_cell(cell, resources, cell_index)
 
     def _is_as_released(self, cell: Any, resources: Any) -> bool:

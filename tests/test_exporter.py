@@ -1,6 +1,9 @@
-"""nbgrader's exporter for autograding (grader.nbgrader_plugins.SubmissionExporter) writes what nbconvert's
-NotebookExporter writes, without its two costs per pass: a deep copy of a notebook read for that pass alone, and
-the schema validation of the text written."""
+"""nbgrader's own work per notebook, made cheaper without changing what it writes or decides (issue 10):
+* the exporter for autograding (grader.nbgrader_plugins.SubmissionExporter) writes what nbconvert's
+  NotebookExporter writes, without a deep copy of a notebook read for that pass alone, nor the schema validation
+  of the text written (which only logs);
+* OverwriteCells (OverwriteReleasedCells) reads each cell from the gradebook's cells read once per process,
+  with the gradebook's answers."""
 
 from __future__ import annotations
 
@@ -36,3 +39,111 @@ def test_a_notebook_read_for_one_export_is_handed_over_once_then_copied_as_usual
     assert again is not owned and again == owned and type(again) is nbformat.NotebookNode
     again.cells[0].source = "y = 2"
     assert owned.cells[0].source == "x = 1"
+
+
+@pytest.mark.slow
+def test_overwrite_cells_reads_from_memory_exactly_what_the_gradebook_holds(tmp_path):
+    """OverwriteReleasedCells asks _CellsReadOnce, not the database, for each cell: the same answers, and
+    nbgrader's MissingEntry for a cell the gradebook does not know (a renamed or invented grade_id)."""
+    from nbgrader.api import Gradebook, MissingEntry
+    from test_adversarial import _template
+
+    from grader.nbgrader_plugins import _CellsReadOnce, instructor_notebook
+
+    root = _template(tmp_path)
+    db_url = f"sqlite:///{root / 'gradebook.db'}"
+    with Gradebook(db_url) as gb:
+        for path in SOLUTIONS:
+            cached = _CellsReadOnce(gb, instructor_notebook(db_url, course.ASSIGNMENT, path.stem), path.stem,
+                                    course.ASSIGNMENT)
+            notebook = gb.find_notebook(path.stem, course.ASSIGNMENT)
+            assert notebook.source_cells
+            for cell in notebook.source_cells:
+                got = cached.find_source_cell(cell.name, path.stem, course.ASSIGNMENT)
+                assert (got.name, got.cell_type, got.source, got.locked, got.checksum) == \
+                    (cell.name, cell.cell_type, cell.source, cell.locked, cell.checksum)
+            for graded in [*notebook.grade_cells, *notebook.task_cells]:
+                assert cached.find_graded_cell(graded.name, path.stem, course.ASSIGNMENT).max_score == graded.max_score
+            for find in (cached.find_source_cell, cached.find_graded_cell):
+                with pytest.raises(MissingEntry):
+                    find("invented-by-a-student", path.stem, course.ASSIGNMENT)
+            assert cached.find_notebook(path.stem, course.ASSIGNMENT).name == path.stem  # the rest: the Gradebook
+
+
+def _gradebook_rows(db_url: str) -> tuple[list, list]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        submission = gb.find_submission(course.ASSIGNMENT, "ada")
+        grades = sorted((g.notebook.name, g.name, g.auto_score, g.manual_score, g.needs_manual_grade)
+                        for nb in submission.notebooks for g in nb.grades)
+        comments = sorted((c.notebook.name, c.name, c.auto_comment, c.manual_comment)
+                          for nb in submission.notebooks for c in nb.comments)
+    return grades, comments
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # (nbgrader's own add_submission)
+def test_save_auto_grades_at_once_writes_the_rows_nbgrader_writes(tmp_path):
+    """The same notebooks (some test cells failed, some answers left as released) recorded by nbgrader's
+    SaveAutoGrades into one copy of a gradebook and by SaveAutoGradesAtOnce into another: the same rows."""
+    import shutil
+
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import SaveAutoGrades
+    from nbformat.v4 import new_output
+    from test_adversarial import _template
+
+    from grader.nbgrader_plugins import SaveAutoGradesAtOnce
+
+    root = _template(tmp_path)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        gb.add_student("ada")
+        gb.add_submission(course.ASSIGNMENT, "ada")
+    released = sorted((root / "release" / course.ASSIGNMENT).glob("*.ipynb"))
+    notebooks = []
+    for number, path in enumerate(released):
+        nb = nbformat.read(str(path), as_version=4)
+        graded = [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")]
+        for i, cell in enumerate(graded):  # every other test cell failed, shifted per notebook
+            cell.outputs = [new_output("error", ename="AssertionError", evalue="no", traceback=[])] \
+                if (i + number) % 2 else []
+        answered = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")][::2]
+        for cell in answered:  # half the answers written, half left as released ("No response.")
+            cell.source += "\n# answered"
+        notebooks.append((path.stem, nb))
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    commits: list[str] = []
+
+    def count(connection) -> None:
+        commits.append("commit")
+
+    event.listen(Engine, "commit", count)
+    rows, committed = {}, {}
+    try:
+        for name, cls in (("nbgrader", SaveAutoGrades), ("at-once", SaveAutoGradesAtOnce)):
+            db = tmp_path / f"{name}.db"
+            shutil.copy(root / "gradebook.db", db)
+            commits.clear()
+            for stem, nb in notebooks:
+                resources = {"nbgrader": {"notebook": stem, "assignment": course.ASSIGNMENT, "student": "ada",
+                                          "db_url": f"sqlite:///{db}"}}
+                cls().preprocess(copy.deepcopy(nb), resources)
+            committed[name] = len(commits)
+            rows[name] = _gradebook_rows(f"sqlite:///{db}")
+        commits.clear()
+        for _ in notebooks:  # what opening and closing a Gradebook commits by itself
+            with Gradebook(f"sqlite:///{db}"):
+                pass
+        committed["opening"] = len(commits)
+    finally:
+        event.remove(Engine, "commit", count)
+    grades, comments = rows["nbgrader"]
+    assert {g[2] for g in grades} > {0.0} and any(c[2] == "No response." for c in comments) \
+        and any(c[2] is None for c in comments), "the notebooks do not exercise both outcomes"
+    assert rows["at-once"] == rows["nbgrader"]
+    # one commit per notebook (besides the Gradebook's own), where nbgrader commits once per cell
+    assert committed["at-once"] - committed["opening"] <= len(notebooks), committed
+    assert committed["nbgrader"] - committed["opening"] >= 10 * len(notebooks), committed
