@@ -111,8 +111,6 @@ class _CellsReadOnce:
 
     def __init__(self, gradebook: Any, notebook: "InstructorNotebook", notebook_id: str, assignment: str) -> None:
         self._gradebook, self._notebook, self._key = gradebook, notebook, (notebook_id, assignment)
-        self._cells = {name: (cell_type, source, locked, checksum)
-                       for name, cell_type, source, locked, checksum in notebook.source_cells}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._gradebook, name)
@@ -122,11 +120,12 @@ class _CellsReadOnce:
 
         if (notebook, assignment) != self._key:
             return self._gradebook.find_source_cell(name, notebook, assignment)
-        if name not in self._cells:
+        found = self._notebook.cells_by_name.get(name)
+        if found is None:
             from nbgrader.api import MissingEntry
 
             raise MissingEntry(f"No such source cell: {assignment}/{notebook}/{name}")
-        cell_type, source, locked, checksum = self._cells[name]
+        name, cell_type, source, locked, checksum = found
         return SimpleNamespace(name=name, cell_type=cell_type, source=source, locked=locked, checksum=checksum)
 
     def find_graded_cell(self, name: str, notebook: str, assignment: str) -> Any:
@@ -145,11 +144,8 @@ class _CellsReadOnce:
 class SaveAutoGradesAtOnce(SaveAutoGrades):
     """nbgrader's SaveAutoGrades, writing the same rows in one transaction: the submission's grades and comments
     are read in one query each and committed once, where nbgrader queries and commits once per cell (on SQLite a
-    commit is a write to disk: about thirty per notebook, in nbgrader's one serial process)."""
-
-    _grades: dict[str, Any] = {}
-    _comments: dict[str, Any] = {}
-    _deferred = False  # only inside preprocess(): a cell on its own commits as nbgrader's does
+    commit is a write to disk: about thirty per notebook, in nbgrader's one serial process). The cells are
+    nbgrader's own _add_score and _add_comment, given a Gradebook that finds those rows (``_RowsReadOnce``)."""
 
     def preprocess(self, nb: Any, resources: Any) -> tuple[Any, Any]:
         from nbgrader.api import BaseCell, Comment, Grade, Gradebook
@@ -157,47 +153,31 @@ class SaveAutoGradesAtOnce(SaveAutoGrades):
         info = resources["nbgrader"]
         self.notebook_id, self.assignment_id = info["notebook"], info["assignment"]
         self.student_id, self.db_url = info["student"], info["db_url"]
-        self.gradebook = Gradebook(self.db_url)
-        with self.gradebook:
-            db = self.gradebook.db
-            submission = self.gradebook.find_submission_notebook(self.notebook_id, self.assignment_id,
-                                                                  self.student_id)
-            self._grades = dict((name, grade) for grade, name in db.query(Grade, BaseCell.name).join(
+        gradebook = Gradebook(self.db_url)
+        with gradebook:
+            db = gradebook.db
+            submission = gradebook.find_submission_notebook(self.notebook_id, self.assignment_id, self.student_id)
+            grades = dict((name, grade) for grade, name in db.query(Grade, BaseCell.name).join(
                 BaseCell, BaseCell.id == Grade.cell_id).filter(Grade.notebook_id == submission.id))
-            self._comments = dict((name, comment) for comment, name in db.query(Comment, BaseCell.name).join(
+            comments = dict((name, comment) for comment, name in db.query(Comment, BaseCell.name).join(
                 BaseCell, BaseCell.id == Comment.cell_id).filter(Comment.notebook_id == submission.id))
-            self._deferred = True
+            self.gradebook = _RowsReadOnce(gradebook, grades, comments)
             try:
                 nb, resources = super(SaveAutoGrades, self).preprocess(nb, resources)  # the cells, as nbgrader's
                 db.commit()
             finally:
-                self._deferred, self._grades, self._comments = False, {}, {}
+                self.gradebook = gradebook  # (the rows read go with the façade)
         return nb, resources
-
-    def _add_score(self, cell: Any, resources: Any) -> None:
-        self._with_rows_read(super()._add_score, cell, resources)
-
-    def _add_comment(self, cell: Any, resources: Any) -> None:
-        self._with_rows_read(super()._add_comment, cell, resources)
-
-    def _with_rows_read(self, add: Any, cell: Any, resources: Any) -> None:
-        """nbgrader's own _add_score/_add_comment, finding the rows read above and leaving the commit to the end
-        (a cell whose row is not among them goes to the gradebook, which says MissingEntry as for nbgrader)."""
-        gradebook = self.gradebook
-        self.gradebook = _RowsReadOnce(gradebook, self._grades, self._comments, self._deferred)
-        try:
-            add(cell, resources)
-        finally:
-            self.gradebook = gradebook
 
 
 class _RowsReadOnce:
-    """The Gradebook for SaveAutoGradesAtOnce's cells: find_grade and find_comment from the rows read at once, and
-    a commit deferred to the end of the notebook."""
+    """The Gradebook for SaveAutoGradesAtOnce's cells: find_grade and find_comment from the rows read at once (a
+    name not among them goes to the Gradebook, which says MissingEntry as for nbgrader), and a session whose
+    commit() only flushes, leaving the one commit to the end of the notebook. Everything else is the Gradebook's."""
 
-    def __init__(self, gradebook: Any, grades: dict[str, Any], comments: dict[str, Any], deferred: bool) -> None:
+    def __init__(self, gradebook: Any, grades: dict[str, Any], comments: dict[str, Any]) -> None:
         self._gradebook, self._grades, self._comments = gradebook, grades, comments
-        self.db = _DeferredCommit(gradebook.db) if deferred else gradebook.db
+        self.db = _DeferredCommit(gradebook.db)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._gradebook, name)
@@ -300,10 +280,11 @@ class InstructorNotebook:
         self.kernelspec = json.loads(notebook.kernelspec) if notebook.kernelspec else None
         # (name, cell type, source, locked, checksum), in the gradebook's order
         self.source_cells = [(c.name, c.cell_type, c.source, bool(c.locked), c.checksum) for c in notebook.source_cells]
+        self.cells_by_name = {cell[0]: cell for cell in self.source_cells}
         self._released: dict[str, str] | None = None
 
     def known(self) -> set[str]:
-        return {name for name, *_ in self.source_cells}
+        return set(self.cells_by_name)
 
     def released(self) -> dict[str, str]:
         """grade_id -> the source of each code cell as students received it (hidden tests removed)."""
