@@ -28,7 +28,7 @@ import torch
 from . import diagnosis as dx
 from . import messages, observe
 from .diagnosis import CheckFailed, Finding
-from .exercises import FORWARD_MODE_LOCK, Exercise, Probe, Shape, get
+from .exercises import Exercise, Probe, Shape, get, reference_jvp, reference_per_sample_grad, reference_vmap
 
 Obs = dict[str, Any]
 CHECKS = ("forward", "first derivatives", "second derivatives", "structure", "forward mode", "vmap")
@@ -535,9 +535,8 @@ def judge_forward_mode(judge: _Judge, probes: list[Probe], observations: list[Ob
             judge.fail("forward_wrong_before_derivatives", probe)
         primals = tuple(x.detach() for x in probe.inputs if isinstance(x, torch.Tensor))
         directions = tuple(observe.tangents(probe))
-        with FORWARD_MODE_LOCK:
-            _, expected = torch.func.jvp(ex.reference_output, primals, directions)
-            _, unit = torch.func.jvp(ex.reference_output, primals, tuple(torch.ones_like(t) for t in directions))
+        expected = reference_jvp(ex.reference_output, primals, directions)
+        unit = reference_jvp(ex.reference_output, primals, tuple(torch.ones_like(t) for t in directions))
         for key, field, how in (("func_jvp", "value", "torch.func.jvp"), ("dual", "tangent", "a dual tensor")):
             entry = obs[key]
             if "error" in entry:
@@ -564,7 +563,7 @@ def judge_vmap(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> s
         if not _forward_is_right(ex, probe, out):
             judge.fail("forward_wrong_before_derivatives", probe)
         stacked = observe.batched(probe)
-        expected = torch.func.vmap(ex.reference_output)(*stacked)
+        expected = reference_vmap(ex.reference_output, stacked)
         for key in ("vmap", "loop"):
             if "error" in obs[key]:
                 judge.fail_error(obs[key]["error"], probe)
@@ -579,7 +578,7 @@ def judge_vmap(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> s
             judge.fail("vmap_wrong", probe, where=f"vmap's result at {where}", expected=ev, received=rv)
         if "error" in obs["vmap_grad"]:
             judge.fail_error(obs["vmap_grad"]["error"], probe)
-        grads = torch.func.vmap(torch.func.grad(lambda *xs: ex.reference_output(*xs).sum()))(*stacked)
+        grads = reference_per_sample_grad(ex.reference_output, stacked)
         received = obs["vmap_grad"]["value"]
         if not isinstance(received, torch.Tensor) or received.shape != grads.shape or not _close(probe, received, grads):
             where, ev, rv = dx.worst_element(grads, received) if isinstance(received, torch.Tensor) and \

@@ -19,6 +19,48 @@ Shape = tuple[int, ...]
 # levels): two threads in torch.func.jvp or torch.func.hessian at once exit each other's levels ("no level exists").
 # The trusted side judges a class's notebooks in threads; every reference computed in forward mode holds this lock.
 FORWARD_MODE_LOCK = threading.RLock()
+
+
+# PyTorch's answers for notebook 4's checks, computed without torch.func: torch.func's first call imports
+# torch._dynamo (2 s of CPU on a 2-core VM), which the judging process would pay before its first verdict. The
+# sandboxed side still runs the student's Functions through torch.func itself; these are only the references.
+
+
+def reference_jvp(fn: Callable[..., torch.Tensor], primals: Sequence[torch.Tensor],
+                  tangents: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The jvp of ``fn`` at ``primals`` along ``tangents`` (what torch.func.jvp returns), with dual tensors."""
+    from torch.autograd import forward_ad
+
+    with FORWARD_MODE_LOCK, forward_ad.dual_level():
+        out = fn(*(forward_ad.make_dual(p, t) for p, t in zip(primals, tangents)))
+        primal, tangent = forward_ad.unpack_dual(out)
+        return (torch.zeros_like(primal) if tangent is None else tangent).detach().clone()
+
+
+def reference_vmap(fn: Callable[..., torch.Tensor], stacked: Sequence[torch.Tensor]) -> torch.Tensor:
+    """``torch.func.vmap(fn)(*stacked)``, as a loop over the leading dimension."""
+    return torch.stack([fn(*sample) for sample in zip(*stacked)])
+
+
+def reference_per_sample_grad(fn: Callable[..., torch.Tensor], stacked: Sequence[torch.Tensor]) -> torch.Tensor:
+    """``torch.func.vmap(torch.func.grad(lambda *xs: fn(*xs).sum()))(*stacked)``: per sample, the gradient of the
+    sum of ``fn`` with respect to its first input, as a loop over the leading dimension."""
+    grads = []
+    for sample in zip(*stacked):
+        first = sample[0].detach().requires_grad_()
+        (grad,) = torch.autograd.grad(fn(first, *sample[1:]).sum(), first)
+        grads.append(grad)
+    return torch.stack(grads)
+
+
+def reference_hessian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(∇f(x), the Hessian of f at x) by double backward (what torch.func.grad and torch.func.hessian give)."""
+    x = x.detach().requires_grad_()
+    (grad,) = torch.autograd.grad(f(x), x, create_graph=True)
+    flat = grad.reshape(-1)
+    rows = [torch.autograd.grad(flat[k], x, retain_graph=True, allow_unused=True)[0] for k in range(flat.numel())]
+    hess = torch.stack([torch.zeros_like(x) if row is None else row for row in rows]).reshape(*x.shape, *x.shape)
+    return grad.detach(), hess.detach()
 Input = torch.Tensor | None
 
 

@@ -245,7 +245,6 @@ class OverwriteReleasedCells(OverwriteCells):
 
 import atexit  # noqa: E402
 import copy  # noqa: E402
-import importlib  # noqa: E402
 import os  # noqa: E402
 import threading  # noqa: E402
 from concurrent.futures import Future, ThreadPoolExecutor  # noqa: E402
@@ -826,15 +825,6 @@ def _write_verdicts(nb: Any, result: Any) -> None:
                                            traceback=["AssertionError: " + message]))
 
 
-def _load_judging_imports() -> None:
-    """What judging loads on its first use of torch.func (torch._dynamo: about a second), loaded while the
-    sandboxed workers warm up rather than in the middle of the first notebook's verdicts."""
-    try:
-        importlib.import_module("torch._dynamo")
-    except Exception:  # the judge's own first use then loads it, or says why it cannot
-        pass
-
-
 class _Classroom:
     """The class being autograded: one pool of sandboxed workers, grading the class ahead of nbgrader (a
     ``_Feeder`` per assignment hands the submissions to the pool, in nbgrader's order, a window ahead)."""
@@ -871,7 +861,6 @@ class _Classroom:
             self.unsandboxed = True
             return
         count = (plugin.workers or None) if plugin.parallel else 1
-        threading.Thread(target=_load_judging_imports, daemon=True, name="grader-judging-imports").start()
         try:
             if address and plugin.pool_class is Pool:
                 pools.discard_early()  # a pool started early on this machine is not the one asked for

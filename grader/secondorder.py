@@ -2,7 +2,7 @@
 
 They follow ``grader.basics`` exactly (and register there, so test cells call ``basics.check_hvp(...)``):
 ``observe`` calls the student's function on probes and records plain data, ``judge`` rebuilds the
-probes, computes PyTorch's answers (``torch.func.hessian``, ``torch.autograd.grad``) and names the mistake.
+probes, computes PyTorch's answers (the gradient and Hessian by ``torch.autograd.grad``) and names the mistake.
 
 Some probe functions are built from the student's own custom Functions (``Softplus`` from notebook 4,
 and ``Square``, ``Exp``, ``Sinh`` when the notebook carries them over from notebook 3): an HVP or a
@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from . import basics
-from .exercises import FORWARD_MODE_LOCK, _softplus
+from .exercises import _softplus, reference_hessian
 from .basics import (_Check, _Fail, _Malformed, _as_result, _bool_field, _close, _difference, _fail_if_modified,
                      _fail_if_raised, _field, _first_line, _grad_field, _invoke, _leaf, _opaque, _plain, _rand,
                      _result_record, _result_value, _str_field, _tensor_field, _type_name)
@@ -224,16 +224,14 @@ _HVP_REFERENCES_LOCK = threading.Lock()
 def _hvp_reference(p: _HvpProbe) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(H v, ∇f, H) at p.x, from PyTorch's own ops. The same for every student (the probe's function, its
     constants, x and v make the key): computed once per probe in this process, since
-    torch.func.hessian costs more than judging the rest of the notebook."""
+    the Hessian costs more than judging the rest of the notebook."""
     constants = [t.numpy().tobytes() for t in p.make.__defaults__ or () if isinstance(t, torch.Tensor)]
     key = (p.desc, p.x.numpy().tobytes(), p.v.numpy().tobytes(), *constants)
     with _HVP_REFERENCES_LOCK:
         known = _HVP_REFERENCES.get(key)
     if known is None:
-        f = p.reference()
-        with FORWARD_MODE_LOCK:  # torch.func.hessian is jacfwd(jacrev(f)): forward mode
-            hess = torch.func.hessian(f)(p.x)
-        known = (hess @ p.v, torch.func.grad(f)(p.x), hess)
+        grad, hess = reference_hessian(p.reference(), p.x)
+        known = (hess @ p.v, grad, hess)
         with _HVP_REFERENCES_LOCK:
             if len(_HVP_REFERENCES) > 256:  # probes are few (sizes x functions); a bound all the same
                 _HVP_REFERENCES.clear()
@@ -472,10 +470,10 @@ _HVP = {"sizes": (4,), "seed": 0}
 _PENALTY = {"sizes": (5, 3), "seed": 0}
 CHECKS = {
     "check_hvp": _Check("hvp", _HVP, _hvp_setup, _observe_hvp, _judge_hvp_probe,
-                        "hvp: H v by double backward matches torch.func.hessian on {n} probes", uses_namespace=True),
+                        "hvp: H v by double backward matches PyTorch's Hessian on {n} probes", uses_namespace=True),
     "check_hvp_forward_over_reverse": _Check(
         "hvp", _HVP, _hvp_forward_setup, _observe_hvp, _judge_hvp_probe,
-        "hvp_forward: H v by forward-over-reverse matches torch.func.hessian on {n} probes", uses_namespace=True),
+        "hvp_forward: H v by forward-over-reverse matches PyTorch's Hessian on {n} probes", uses_namespace=True),
     "check_penalty_value": _Check("penalty", _PENALTY, _penalty_setup, _observe_penalty, _judge_penalty_probe,
                                   "gradient_penalty: value matches PyTorch's on {n} probes", uses_namespace=True),
     "check_penalty_gradient": _Check(

@@ -94,11 +94,31 @@ def warm_up() -> None:
     torch.func.hessian(f)(x.detach())
     with forward_ad.dual_level():
         forward_ad.unpack_dual(forward_ad.make_dual(x.detach(), x.detach()) * 2)
-    child.make_shell()
+    _warm_up_tracebacks(child.make_shell())
     _warm_up_pyplot()
     _warm_up_graphs()
     gc.collect()
     gc.freeze()
+
+
+def _warm_up_tracebacks(shell: Any) -> None:
+    """Format one error raised deep in torch, as a cell's would be (formatted, not printed: this process's
+    stdout is the pool's channel): the traceback printer's lazy imports and the source lines of torch's
+    autograd files are read once here, not by every child whose notebook has an error (most with mistakes)."""
+
+    class _Wrong(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+        @staticmethod
+        def backward(ctx: Any, grad_out: torch.Tensor) -> torch.Tensor:
+            return grad_out[:1]
+
+    try:
+        torch.autograd.gradcheck(_Wrong.apply, (torch.rand(3, dtype=torch.float64, requires_grad=True),))
+    except RuntimeError as error:
+        shell.InteractiveTB.structured_traceback(type(error), error, error.__traceback__)
 
 
 def _warm_up_pyplot() -> None:
