@@ -511,3 +511,19 @@ check_penalty_gradient = _public(
     "check_penalty_gradient", "Check the gradient of ``gradient_penalty(f, w, x)`` with respect to w.")
 PUBLIC = {"check_hvp": check_hvp, "check_hvp_forward_over_reverse": check_hvp_forward_over_reverse,
           "check_penalty_value": check_penalty_value, "check_penalty_gradient": check_penalty_gradient}
+
+
+def _register() -> None:
+    """Add these checks to ``grader.basics``' tables and names (test cells call ``basics.check_hvp(...)``)."""
+    basics.SIGNATURES.update(SIGNATURES)
+    basics.SECTIONS.update(SECTIONS)
+    basics.MISTAKE_SECTIONS.update(MISTAKE_SECTIONS)
+    basics._ERROR_MISTAKES.update(ERROR_MISTAKES)
+    basics.MISTAKES.update(MISTAKES)
+    basics.CHECKS.update(CHECKS)
+    for name, check in PUBLIC.items():
+        setattr(basics, name, check)
+    basics.__all__ += [name for name in PUBLIC if name not in basics.__all__]
+
+
+_register()

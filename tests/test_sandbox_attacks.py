@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -552,6 +553,34 @@ class Exp:
     assert "<script" not in str([o.get("data") for o in kept])  # (tracebacks quote the cell: inert, escaped text)
     assert kept[3]["data"] == {"text/plain": "<IPython.core.display.HTML object>"}  # student HTML never kept
     assert kept[4]["ename"] == "ValueError" and kept[4]["traceback"]
+
+
+def test_an_error_deep_in_torch_comes_back_as_a_plain_traceback_that_starts_at_the_students_line():
+    """A cell whose gradcheck fails inside torch: the student's feedback gets a plain Python traceback (IPython's
+    Plain mode), their own line first and the error last, not the Context mode's source of every torch frame (which
+    also cost ~0.3 s per error in each child); the worker formats its first traceback while warming up."""
+    source = """import torch
+
+
+class Short(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g[:1]
+
+
+torch.autograd.gradcheck(Short.apply, (torch.rand(3, dtype=torch.float64, requires_grad=True),))
+"""
+    (events, _), = _run_events([source])
+    done = next(e for e in events if e.get("event") == "done")
+    assert done["error"].startswith("RuntimeError") and done["line"] == 14, done
+    error = next(o for o in done["outputs"] if o["output_type"] == "error")
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(error["traceback"]))
+    assert text.index("line 14") < text.index("gradcheck.py") < text.index("RuntimeError: Function ShortBackward"), text
+    assert "torch.autograd.gradcheck(Short.apply" in text and "---->" not in text and len(text) < 4000, text
 
 
 def test_a_cells_matplotlib_figure_comes_back_as_a_png_and_the_worker_keeps_none():
