@@ -1042,14 +1042,22 @@ class _Feeder:
         except Exception as exc:
             self.plugin.log.warning("%s: not graded ahead (%s: %s)", name, type(exc).__name__, _one_line(exc))
             return None
-        executor = self.classroom.executor
+        executor, pool = self.classroom.executor, self.classroom.pool
         if executor is None:
             return None
+        expect = getattr(pool, "expect", None)  # the local pool starts its later workers when the class needs them
+        if expect is not None:
+            expect(1)
         try:
-            return executor.submit(runner.grade_cells, name, cells, "the gradebook", self.plugin.timeout, False,
-                                   self.hide, self.classroom.pool)
+            future = executor.submit(runner.grade_cells, name, cells, "the gradebook", self.plugin.timeout, False,
+                                     self.hide, pool)
         except RuntimeError:  # shut down meanwhile
+            if expect is not None:
+                expect(-1)
             return None
+        if expect is not None:  # announced, but never to run
+            future.add_done_callback(lambda f: f.cancelled() and expect(-1))
+        return future
 
 
 def _timestamp(folder: str) -> Any:

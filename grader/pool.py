@@ -155,12 +155,17 @@ class Pool:
     machine where nbgrader's own process starts beside the pool, starting one worker fewer than the cores keeps
     the first notebook from waiting on workers that share one core with it (``beside_nbgrader()``).
 
+    ``on_demand``: the others start only once the notebooks announced with ``expect()`` and not yet begun would keep
+    the ready workers busy for longer than a worker takes to start (measured on the first ones): a class of one
+    student is graded by the first worker alone, instead of sharing the cores with a warm-up (torch, torch._dynamo,
+    pyplot: seconds of CPU) that would be ready only after its last notebook.
+
     Raises ``sandbox.SetupError`` (naming the cause) when a worker cannot start: nothing can be graded."""
 
     RETRIES = 3  # fresh workers tried for one notebook when the failure is not the notebook's
 
     def __init__(self, hide: list[Path], workers: int | None = None, limits: sandbox.Limits = sandbox.Limits(),
-                 at_once: int | None = None):
+                 at_once: int | None = None, on_demand: bool = False):
         ok, why = sandbox.available()
         if not ok:
             raise sandbox.SandboxUnavailable(why)
@@ -175,7 +180,11 @@ class Pool:
         self._closed, self._lock = False, threading.Lock()
         self._starting: list[_Worker] = []  # started after the first ones, not ready yet
         self.late_problem = ""  # why a worker started later could not start (the pool grades on with fewer)
+        self._demand = threading.Condition()
+        self._expected = 0  # notebooks announced (expect()) and not begun yet
+        self._seconds: list[float] = []  # how long each notebook took in run()
         first = min(self.size, at_once or self.size)
+        spawned = time.monotonic()
         started = [self._spawn() for _ in range(first)]  # these start at once, then become ready
         broken = [w for w in started if not w.wait_ready().ready]
         if broken:
@@ -184,16 +193,35 @@ class Pool:
             self._spawner.shutdown()
             raise sandbox.SetupError(f"cannot grade: {broken[0].problem}. Nothing was graded or recorded. "
                                      "Check that `make install` completed, then try again.")
+        self.start_seconds = time.monotonic() - spawned  # what one more worker will take, about
         for worker in started:
             self.idle.put(worker)
+        self.ready_workers = first
         self._later = None
         if first < self.size:
-            self._later = threading.Thread(target=self._start_later, args=(self.size - first,), daemon=True,
+            self._later = threading.Thread(target=self._start_later, args=(self.size - first, on_demand), daemon=True,
                                            name="grader-pool-later")
             self._later.start()
 
-    def _start_later(self, count: int) -> None:
-        """The workers beyond the first ones, all at once; each joins the idle ones when ready."""
+    def expect(self, notebooks: int = 1) -> None:
+        """Announce notebooks that will be run (negative: announced ones that will not be, e.g. cancelled)."""
+        with self._demand:
+            self._expected = max(0, self._expected + notebooks)
+            self._demand.notify_all()
+
+    def _worth_another_worker(self) -> bool:
+        """Whether the notebooks waiting would keep the ready workers busy longer than a new worker takes to start
+        (before any notebook has finished, a notebook is taken to cost a second)."""
+        per_notebook = sum(self._seconds) / len(self._seconds) if self._seconds else 1.0
+        return self._expected * per_notebook > self.start_seconds * self.ready_workers
+
+    def _start_later(self, count: int, on_demand: bool) -> None:
+        """The workers beyond the first ones, all at once (``on_demand``: once the class needs them); each joins
+        the idle ones when ready."""
+        if on_demand:
+            with self._demand:
+                while not self._closed and not self._worth_another_worker():
+                    self._demand.wait(0.5)
         with self._lock:
             if self._closed:
                 return
@@ -208,6 +236,7 @@ class Pool:
                 self._starting.remove(worker)
                 if ready and not self._closed:
                     self.idle.put(worker)
+                    self.ready_workers += 1
                     continue
                 if not self._closed:
                     self.late_problem = worker.problem
@@ -225,7 +254,9 @@ class Pool:
 
     def run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, TaskOutcome]:
         """Run one notebook's plan; return (the child's results, how it ended)."""
+        self.expect(-1)
         worker = self.idle.get()
+        began = time.monotonic()
         died = 0
         try:
             for _ in range(self.RETRIES + 1):
@@ -253,11 +284,16 @@ class Pool:
                 except Exception:  # SetupError, or no new thread at interpreter exit: never lose the slot
                     pass  # the dead worker goes back: the next run() tries to replace it again, and says why
             self.idle.put(worker)
+            with self._demand:
+                self._seconds = [*self._seconds[-49:], time.monotonic() - began]
+                self._demand.notify_all()
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
             starting = list(self._starting)
+        with self._demand:  # a later start still waiting for demand gives up
+            self._demand.notify_all()
         for worker in starting:  # killed: its wait_ready() returns at once, and the starter closes it
             sandbox._kill(worker.process)
         if self._later is not None:
@@ -303,7 +339,7 @@ def start_early(hide: list[Path], workers: int | None = None) -> None:
     EARLY_TIMES["started"] = time.monotonic()
 
     def start() -> Pool:
-        pool = Pool(hide=hide, workers=workers, at_once=beside_nbgrader())
+        pool = Pool(hide=hide, workers=workers, at_once=beside_nbgrader(), on_demand=True)
         EARLY_TIMES["ready"] = time.monotonic()
         return pool
 

@@ -114,3 +114,39 @@ def test_a_later_worker_that_cannot_start_is_said_and_the_class_is_graded_by_the
         data, outcome = pool.run(PRINT_PID, 30)
         assert outcome.returncode == 0, (data, outcome)
         assert pool.idle.qsize() == 1
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_on_demand_the_later_workers_start_only_when_the_waiting_notebooks_outlast_their_start(hidden):
+    """nbgrader's pool (``on_demand``): a class of a few notebooks is graded by the first worker alone, since a
+    second one would share the cores with its warm-up and be ready only after the last notebook; once notebooks
+    enough to keep the first one busy for longer than a worker's start are announced, the others start and join."""
+    before = _bwraps_of_this_process()
+    with pools.Pool(hide=[hidden], workers=2, at_once=1, on_demand=True) as pool:
+        assert pool.start_seconds > 0
+        pool.expect(2)
+        for _ in range(2):
+            data, outcome = pool.run(PRINT_PID, 30)
+            assert outcome.returncode == 0, (data, outcome)
+        time.sleep(1.5)
+        assert len(_bwraps_of_this_process() - before) == 1, "a second worker started for a class of two notebooks"
+        assert pool.idle.qsize() == 1
+        pool.expect(1000)  # a large class is queued
+        deadline = time.monotonic() + pools.READY_SECONDS
+        while pool.idle.qsize() < 2:
+            assert time.monotonic() < deadline, "the second worker never joined"
+            time.sleep(0.1)
+        assert len(_bwraps_of_this_process() - before) == 2 and not pool.late_problem
+    assert not (_bwraps_of_this_process() - before), "a worker outlived its pool"
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_a_pool_closed_while_its_later_workers_wait_for_demand_closes_at_once(hidden):
+    before = _bwraps_of_this_process()
+    pool = pools.Pool(hide=[hidden], workers=3, at_once=1, on_demand=True)
+    started = time.monotonic()
+    pool.close()
+    assert time.monotonic() - started < 5, "close() waited for demand that never came"
+    assert not (_bwraps_of_this_process() - before) and pool.idle.empty()
