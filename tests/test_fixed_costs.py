@@ -243,10 +243,10 @@ def _slowdown() -> float:
 
 @pytest.mark.slow
 @needs_sandbox
-@pytest.mark.xfail(strict=False, reason="open in issue 10: measured +4.8 to +5.5 s over warm on a quiet 2-core VM "
-                   "(24 Nov, after the staggered start and the judging imports loaded early; +6.4 to +7.5 s before): "
-                   "two workers' warm-ups (torch and torch._dynamo, 3 s of CPU each) and nbgrader's start-up share two "
-                   "cores; see the issue's note")
+@pytest.mark.xfail(strict=False, reason="open in issue 10: measured +5.0 to +5.6 s over warm with a slowdown of 1.18-1.24 "
+                   "(bound 4.7-5.0 s) on 25 Nov, after judging stopped importing torch._dynamo and the second worker "
+                   "starts only on demand: the first worker's start (torch, torch._dynamo, the warm-up: ~4.5 s) and "
+                   "its four notebooks in a row (~2.5 s) are the path; see the issue's note")
 def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp_path):
     from grader.pool import Pool
 
@@ -270,11 +270,12 @@ def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp
             cold = time.monotonic() - started
             slowdown = (slowdown + _slowdown()) / 2
             assert done.returncode == 0 and re.search(rf"^ada .* {full:g}/{full:g}$", done.stdout, re.M), done.stdout[-4000:]
-            tries.append({"make autograde": round(cold, 1), "warm": round(warm, 1), "slowdown": round(slowdown, 2)})
-            if cold - warm <= 4.0 * slowdown:
+            tries.append({"make autograde": round(cold, 1), "warm": round(warm, 1), "slowdown": round(slowdown, 2),
+                          "within": cold - warm <= 4.0 * slowdown})  # judged on the unrounded numbers
+            if tries[-1]["within"]:
                 break
     print(f"one student, seconds per try: {tries}")
-    assert any(t["make autograde"] - t["warm"] <= 4.0 * t["slowdown"] for t in tries), \
+    assert any(t["within"] for t in tries), \
         f"one student's notebooks cost more than 4 s (of a quiet machine) over grading them warm; seconds per try: {tries}"
 
     # why: one Python process besides `make autograde`'s own, which also reads the table; workers started first
