@@ -106,8 +106,13 @@ scores: $(STAMP) ## print scores per student and exercise from the gradebook (gr
 lab: install ## open JupyterLab on the student notebooks
 	$(BIN)/jupyter lab notebooks/$(ASSIGNMENT)
 
-test: install ## run the whole test suite (slow end-to-end tests included)
-	$(BIN)/python -m pytest
+# Test files run in TEST_JOBS processes (pytest-xdist, one file per process at a time: a file's module fixtures, such
+# as a graded class or a Dask cluster, are built once). Most tests wait on sandboxes and servers: two processes keep
+# 2 cores busy (29 -> 16 minutes on 25 Nov's VM). TEST_JOBS=0 runs them in this one process.
+TEST_JOBS ?= 2
+
+test: install ## run the whole test suite (slow end-to-end tests included), in TEST_JOBS=2 processes
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --durations=15
 
 test-fast: $(STAMP) ## run the tests that take seconds (skips kernels and nbgrader)
 	$(BIN)/python -m pytest -m "not slow"

@@ -282,16 +282,19 @@ class DaskPool:
             "system?); the notebook was not charged")
 
     def _result(self, future: Any) -> tuple[bytes, local.TaskOutcome]:
+        # Waits on a done-callback, not on future.result(timeout=...): that call's timeout can race with the
+        # result's arrival inside distributed (dask/distributed#8514: UnboundLocalError 'result'), which a loaded
+        # machine hit and which stopped a whole class as "a problem of the grading machines". The result is
+        # fetched once the future is done, without a timeout.
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
         alone_since = None
-        while True:
-            try:
-                data, ended = future.result(timeout=POLL_SECONDS)
-            except TimeoutError:
-                alone_since = self._watch(alone_since)
-                continue
-            if not isinstance(data, bytes) or not isinstance(ended, local.TaskOutcome):
-                raise sandbox.SetupError(f"a Dask worker of {self.address} answered something else than results")
-            return data, ended
+        while not done.wait(POLL_SECONDS):
+            alone_since = self._watch(alone_since)
+        data, ended = future.result()
+        if not isinstance(data, bytes) or not isinstance(ended, local.TaskOutcome):
+            raise sandbox.SetupError(f"a Dask worker of {self.address} answered something else than results")
+        return data, ended
 
     def _watch(self, alone_since: float | None) -> float | None:
         """While a notebook waits: stop when the scheduler is gone or no worker has been left for too long."""

@@ -478,8 +478,13 @@ def test_the_scheduler_setting_comes_first_then_the_environment(monkeypatch):
 
 
 class _Future:
+    """Stands for a distributed Future that is already done (with a result, or with the error it raises)."""
+
     def __init__(self, outcome):
         self.outcome = outcome
+
+    def add_done_callback(self, fn):
+        fn(self)
 
     def result(self, timeout=None):
         if isinstance(self.outcome, BaseException):
@@ -538,3 +543,41 @@ def test_an_error_on_a_worker_is_a_setup_problem_never_a_score():
     client = _Client([ModuleNotFoundError("No module named 'grader'")])
     with pytest.raises(sandbox.SetupError, match=r"grading on the Dask cluster at .* failed \(ModuleNotFoundError"):
         _pool_over(client).run([{"kind": "code"}], 10)
+
+
+class _RacyFuture:
+    """A distributed Future as a loaded machine showed it (dask/distributed#8514): done, but ``result`` called with a
+    timeout raises UnboundLocalError from inside distributed's sync(); without a timeout it returns the result."""
+
+    def __init__(self, value, done_after: float = 0.0):
+        self.value, self.callbacks = value, []
+        self.finish_at = time.monotonic() + done_after
+
+    def add_done_callback(self, fn):
+        import threading
+
+        def later():
+            time.sleep(max(0.0, self.finish_at - time.monotonic()))
+            fn(self)
+        threading.Thread(target=later, daemon=True).start()
+
+    def result(self, timeout=None):
+        if timeout is not None:
+            raise UnboundLocalError("cannot access local variable 'result' where it is not associated with a value")
+        return self.value
+
+
+def test_a_result_is_fetched_without_the_timeout_that_races_inside_distributed(monkeypatch):
+    """Polling future.result(timeout=...) once stopped a whole class under load: distributed raised UnboundLocalError
+    (its own race, dask/distributed#8514) and the pool took it for a broken cluster. The pool waits for the future to
+    be done, watching the cluster meanwhile, and fetches the result once, without a timeout."""
+    pool = object.__new__(cluster.DaskPool)
+    pool.address = "tcp://127.0.0.1:1"
+    watched = []
+    monkeypatch.setattr(pool, "_watch", lambda alone_since: watched.append(alone_since))
+    monkeypatch.setattr(cluster, "POLL_SECONDS", 0.05)
+    outcome = local.TaskOutcome(0, "")
+    assert pool._result(_RacyFuture((b"results", outcome), done_after=0.3)) == (b"results", outcome)
+    assert watched, "the cluster was not watched while the notebook ran"
+    with pytest.raises(sandbox.SetupError, match="something else than results"):
+        pool._result(_RacyFuture(("not bytes", outcome)))
