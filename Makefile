@@ -108,7 +108,7 @@ lab: install ## open JupyterLab on the student notebooks
 
 # Test files run in TEST_JOBS processes (pytest-xdist, one file per process at a time: a file's module fixtures, such
 # as a graded class or a Dask cluster, are built once). Most tests wait on sandboxes and servers: two processes keep
-# 2 cores busy (29 -> 16 minutes on 25 Nov's VM). TEST_JOBS=0 runs them in this one process.
+# 2 cores busy (29 -> 16-17 minutes on 25 Nov's VM). TEST_JOBS=0 runs them in this one process.
 TEST_JOBS ?= 2
 
 test: install ## run the whole test suite (slow end-to-end tests included), in TEST_JOBS=2 processes
