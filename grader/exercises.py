@@ -54,13 +54,11 @@ def reference_per_sample_grad(fn: Callable[..., torch.Tensor], stacked: Sequence
 
 
 def reference_hessian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(∇f(x), the Hessian of f at x) by double backward (what torch.func.grad and torch.func.hessian give)."""
-    x = x.detach().requires_grad_()
-    (grad,) = torch.autograd.grad(f(x), x, create_graph=True)
-    flat = grad.reshape(-1)
-    rows = [torch.autograd.grad(flat[k], x, retain_graph=True, allow_unused=True)[0] for k in range(flat.numel())]
-    hess = torch.stack([torch.zeros_like(x) if row is None else row for row in rows]).reshape(*x.shape, *x.shape)
-    return grad.detach(), hess.detach()
+    """(∇f(x), the Hessian of f at x) by backward and double backward (``torch.autograd.functional.hessian``): what
+    torch.func.grad and torch.func.hessian give."""
+    tracked = x.detach().requires_grad_()
+    (grad,) = torch.autograd.grad(f(tracked), tracked)
+    return grad, torch.autograd.functional.hessian(f, x.detach())
 Input = torch.Tensor | None
 
 

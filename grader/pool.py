@@ -196,10 +196,9 @@ class Pool:
         self.start_seconds = time.monotonic() - spawned  # what one more worker will take, about
         for worker in started:
             self.idle.put(worker)
-        self.ready_workers = first
         self._later = None
         if first < self.size:
-            self._later = threading.Thread(target=self._start_later, args=(self.size - first, on_demand), daemon=True,
+            self._later = threading.Thread(target=self._start_later, args=(first, self.size - first, on_demand), daemon=True,
                                            name="grader-pool-later")
             self._later.start()
 
@@ -209,18 +208,18 @@ class Pool:
             self._expected = max(0, self._expected + notebooks)
             self._demand.notify_all()
 
-    def _worth_another_worker(self) -> bool:
-        """Whether the notebooks waiting would keep the ready workers busy longer than a new worker takes to start
+    def _worth_more_workers(self, ready: int) -> bool:
+        """Whether the notebooks waiting would keep ``ready`` workers busy longer than a new worker takes to start
         (before any notebook has finished, a notebook is taken to cost a second)."""
         per_notebook = sum(self._seconds) / len(self._seconds) if self._seconds else 1.0
-        return self._expected * per_notebook > self.start_seconds * self.ready_workers
+        return self._expected * per_notebook > self.start_seconds * ready
 
-    def _start_later(self, count: int, on_demand: bool) -> None:
-        """The workers beyond the first ones, all at once (``on_demand``: once the class needs them); each joins
-        the idle ones when ready."""
+    def _start_later(self, ready: int, count: int, on_demand: bool) -> None:
+        """The ``count`` workers beyond the ``ready`` first ones, all at once (``on_demand``: once the class needs
+        them); each joins the idle ones when ready."""
         if on_demand:
             with self._demand:
-                while not self._closed and not self._worth_another_worker():
+                while not self._closed and not self._worth_more_workers(ready):
                     self._demand.wait(0.5)
         with self._lock:
             if self._closed:
@@ -236,7 +235,6 @@ class Pool:
                 self._starting.remove(worker)
                 if ready and not self._closed:
                     self.idle.put(worker)
-                    self.ready_workers += 1
                     continue
                 if not self._closed:
                     self.late_problem = worker.problem
