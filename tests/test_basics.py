@@ -109,13 +109,13 @@ def _warm_torch() -> None:
 def test_correct_answers_pass_quietly_and_fast(check, fn, kwargs, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning escaping the check fails the test
-        start = time.perf_counter()
+        start = time.process_time()  # this process's CPU: the suite's other process (make test) does not count
         check(fn, **kwargs)
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
     out, err = capsys.readouterr()
     assert err == ""
     assert re.fullmatch(r"✓ (vjp|accumulate|secondderiv): [^\n]+ on \d+ probes\n", out), out
-    assert elapsed < 0.2, f"{check.__name__} took {elapsed:.3f}s"
+    assert elapsed < 0.2, f"{check.__name__} took {elapsed:.3f}s of CPU"
 
 
 def test_checks_leave_global_rng_alone():
@@ -1093,11 +1093,11 @@ def test_second_order_checks_pass_the_solution_quietly_and_fast(check, capsys):
     ns = _notebook4()
     fn = ns[SECOND_ORDER_FUNCTION[check]]
     _second_order_check(check, fn, ns)  # warm-up: torch.func loads lazily
-    start = time.perf_counter()
+    start = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert _second_order_check(check, fn, ns).startswith(("hvp", "gradient_penalty"))
-    assert time.perf_counter() - start < 0.3
+    assert time.process_time() - start < 0.3
     assert capsys.readouterr() == ("", "")
 
 

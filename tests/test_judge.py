@@ -196,20 +196,20 @@ def test_a_huge_ctx_and_a_huge_backward_source_are_judged_in_well_under_a_second
         obs["forward"]["without_history"] = attrs
         obs["backward_source"] = source
         obs["second"]["grads"] = [None] * len(obs["second"]["grads"])
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(CheckFailed) as failure:
         checks.judge("second derivatives", "square", probes, observations)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
     assert failure.value.finding.mistake == "intermediates_not_outputs"
     assert len(str(failure.value)) < 2000  # the message names a few attributes, not 150k
 
     probes, observations = good("structure", "square")
     for obs in observations:
         obs["forward"]["ctx_attrs"] = attrs
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(CheckFailed) as failure:
         checks.judge("structure", "square", probes, observations)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
     assert failure.value.finding.mistake == "tensor_on_ctx" and len(str(failure.value)) < 2000
 
 
@@ -233,9 +233,9 @@ def test_source_diagnosis_is_linear_and_keeps_its_verdicts():
     assert dx.why_untracked_source("return g * x", [])[0] == "untracked_backward"
     attrs = [f"ctx.t{k}" for k in range(150_000)]
     source = "x = 1\n" * 400_000
-    started = time.perf_counter()
+    started = time.process_time()
     dx.why_untracked_source(source, attrs)
-    assert time.perf_counter() - started < 0.3
+    assert time.process_time() - started < 0.3
 
 
 def test_what_has_no_history_is_what_forward_made_and_did_not_return():
@@ -306,9 +306,9 @@ def test_fifty_megabytes_of_tiny_result_lines_are_read_in_bounded_time_and_memor
     head = (json.dumps({"event": "start", "index": 0}) + "\n").encode()
     data = head + b"{}\n" * 16_000_000
     tracemalloc.start()
-    started = time.perf_counter()
+    started = time.process_time()
     runner._read_results(data, keys, cells, _outcome())
-    seconds = time.perf_counter() - started
+    seconds = time.process_time() - started
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert seconds < 2.0 and peak < 64 * 2**20, (seconds, peak)
