@@ -9,7 +9,7 @@ import functools
 import pytest
 import torch
 
-from conftest import CELLS, ENTRY, namespace_for, solution_cells
+from conftest import CELLS, ENTRY, best_cpu_seconds, namespace_for, solution_cells
 from grader.testcells import CHECK_FUNCTIONS
 from grader import basics, checks, observe
 from grader.diagnosis import CheckFailed
@@ -180,13 +180,18 @@ def test_basics_judge_scores_only_one_observation_per_probe(name, fn):
         basics.judge(name, forged)
 
 
+def _judged(judge, *args) -> None:
+    """Run a judge whose verdict the test has already checked, for timing: its CheckFailed is expected."""
+    try:
+        judge(*args)
+    except CheckFailed:
+        pass
+
 # --- the trusted side is bounded: sizes capped before judging, linear diagnosis, a time budget per notebook
 
 
 def test_a_huge_ctx_and_a_huge_backward_source_are_judged_in_well_under_a_second():
     """Issue 7: ~150k tensors on ctx and a 2 MB generated backward source cost 245 s of judging."""
-    import time
-
     probes, observations = good("second derivatives", "square")
     attrs = [f"ctx.t{k}" for k in range(150_000)]
     source = "def backward(ctx, grad_out):\n" + "".join(f"    a = ctx.t{k} * 2\n" for k in range(100_000))
@@ -196,26 +201,22 @@ def test_a_huge_ctx_and_a_huge_backward_source_are_judged_in_well_under_a_second
         obs["forward"]["without_history"] = attrs
         obs["backward_source"] = source
         obs["second"]["grads"] = [None] * len(obs["second"]["grads"])
-    started = time.process_time()
     with pytest.raises(CheckFailed) as failure:
         checks.judge("second derivatives", "square", probes, observations)
-    assert time.process_time() - started < 0.5
+    assert best_cpu_seconds(lambda: _judged(checks.judge, "second derivatives", "square", probes, observations)) < 0.5
     assert failure.value.finding.mistake == "intermediates_not_outputs"
     assert len(str(failure.value)) < 2000  # the message names a few attributes, not 150k
 
     probes, observations = good("structure", "square")
     for obs in observations:
         obs["forward"]["ctx_attrs"] = attrs
-    started = time.process_time()
     with pytest.raises(CheckFailed) as failure:
         checks.judge("structure", "square", probes, observations)
-    assert time.process_time() - started < 0.5
+    assert best_cpu_seconds(lambda: _judged(checks.judge, "structure", "square", probes, observations)) < 0.5
     assert failure.value.finding.mistake == "tensor_on_ctx" and len(str(failure.value)) < 2000
 
 
 def test_source_diagnosis_is_linear_and_keeps_its_verdicts():
-    import time
-
     from grader import diagnosis as dx
 
     # A tensor without history that backward reads is the cause; one with history (an input or an output kept
@@ -233,9 +234,7 @@ def test_source_diagnosis_is_linear_and_keeps_its_verdicts():
     assert dx.why_untracked_source("return g * x", [])[0] == "untracked_backward"
     attrs = [f"ctx.t{k}" for k in range(150_000)]
     source = "x = 1\n" * 400_000
-    started = time.process_time()
-    dx.why_untracked_source(source, attrs)
-    assert time.process_time() - started < 0.3
+    assert best_cpu_seconds(lambda: dx.why_untracked_source(source, attrs)) < 0.3
 
 
 def test_what_has_no_history_is_what_forward_made_and_did_not_return():
