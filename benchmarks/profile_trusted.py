@@ -191,16 +191,20 @@ for task in json.loads(sys.argv[2]):
                 for f in (1, 2):
                     os.dup2(fd, f)
                 seen = [0, 0.0]
-                restore = child.Guard.restore
+                make_restorer = child._restorer
 
-                def counted(self):
-                    started = time.perf_counter()
-                    try:
-                        return restore(self)
-                    finally:
-                        seen[0] += 1
-                        seen[1] += time.perf_counter() - started
-                child.Guard.restore = counted
+                def counting(guard):
+                    restore = make_restorer(guard)
+
+                    def counted():
+                        started = time.perf_counter()
+                        try:
+                            return restore()
+                        finally:
+                            seen[0] += 1
+                            seen[1] += time.perf_counter() - started
+                    return counted
+                child._restorer = counting
                 child.run(plan, address)
                 with open(counts, "w") as f:
                     json.dump(seen, f)

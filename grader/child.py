@@ -117,12 +117,29 @@ FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f
 PROC_DESCRIPTORS = ("/proc/", "/dev/fd")
 
 
+GRADER_MODULES = (observe, basics, wire, diagnosis, exercises, secondorder, sys.modules[__name__])
+
+
+def _grader_classes() -> list[type]:
+    """The classes the grader's modules define (probes, Exercise, the Guard itself ...): a notebook reaches them as
+    ``grader.<module>.<name>``, so their dicts are guarded like torch's classes."""
+    return [value for module in GRADER_MODULES for value in vars(module).values()
+            if isinstance(value, type) and value.__module__ == module.__name__]
+
+
 def _grader_functions() -> list[Any]:
+    """The grader's functions and its classes' methods: their code, defaults and closures are put back."""
     found = []
-    for module in (observe, basics, wire, diagnosis, exercises, secondorder, sys.modules[__name__]):
+    for module in GRADER_MODULES:
         for value in vars(module).values():
             if getattr(value, "__module__", None) == module.__name__ and hasattr(value, "__code__"):
                 found.append(value)
+    for cls in _grader_classes():
+        for value in vars(cls).values():
+            if isinstance(value, (staticmethod, classmethod)):
+                value = value.__func__
+            parts = (value.fget, value.fset, value.fdel) if isinstance(value, property) else (value,)
+            found += [part for part in parts if type(part) is type(_cell_filled)]
     return found
 
 
@@ -152,8 +169,14 @@ class Guard:
     """The originals of everything observing relies on; ``restore()`` puts them back and says what changed.
 
     ``restore`` runs after every return from student code during an observation (a second-order check of a
-    notebook calls it thousands of times), so its common case, nothing changed, is one identity pass in C over
-    every guarded name, table entry, function and closure cell at once."""
+    notebook calls it thousands of times), so its common case, nothing changed, costs ~100 integer reads (the
+    guarded dicts' versions) and one identity pass over the few objects no version covers (list tables, closure
+    cells). When dicts were written (torch writes a few of its own globals in forward mode and in torch.func's
+    transforms), only those are compared with their originals.
+
+    The work is done by ``restorer``, a closure made here (``_restorer``) over everything it reads: a notebook reaches
+    this class and its methods as ``grader.child.Guard``, and could change their code, or the classes whose methods
+    they call (ctypes' c_uint64.value included); it cannot reach the closure without frames or gc, which are flagged."""
 
     def __init__(self, extra_functions: list[Any] = (), code_writes: list[bool] | None = None) -> None:  # type: ignore[assignment]
         """``code_writes``: a one-item list the audit hook sets to True when any function's ``__code__``,
@@ -162,11 +185,12 @@ class Guard:
         of hook calls). Without it, every restore compares them."""
         self.code_writes = code_writes
         self.namespaces = []
-        owners = [*GUARDED_NAMESPACES, *functorch_namespaces(), sys.modules[__name__]]
+        owners = [*GUARDED_NAMESPACES, *functorch_namespaces(), *_grader_classes(), sys.modules[__name__]]
         for owner in [owner for k, owner in enumerate(owners) if not any(o is owner for o in owners[:k])]:
             kept = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
             strict = isinstance(owner, type) or owner in ADDITIONS_REMOVED  # additions removed too
-            self.namespaces.append([owner, kept, strict])
+            rebound = tuple(k for o, k in REBOUND_BY_TORCH if o is owner)
+            self.namespaces.append([owner, kept, strict, rebound])
         functions = [*_grader_functions(), *extra_functions]
         self.functions = functions
         self.codes = [(fn.__code__, fn.__defaults__, fn.__kwdefaults__) for fn in functions]
@@ -174,146 +198,181 @@ class Guard:
         self.cell_owners = [f"{fn.__module__}.{fn.__qualname__}" for fn in functions
                             for c in (fn.__closure__ or ()) if _cell_filled(c)]
         self.cell_values = [c.cell_contents for c in self.cells]
-        self._code = operator.attrgetter("__code__", "__defaults__", "__kwdefaults__")
-        self._contents = operator.attrgetter("cell_contents")
-        self._is_not = operator.is_not
-        # What restore() itself runs on: the builtins (any, map, len ...) and this module's globals. Put back
-        # first, with dict.update (a method of the real dicts, held here): nothing a notebook patched runs.
+        # What restore() itself runs on: the builtins and this module's globals. Put back first.
         here = sys.modules[__name__]
-        self._first = [(builtins.__dict__, dict(builtins.__dict__), "builtins"),
-                       (here.__dict__, dict(here.__dict__), here.__name__)]
-        self._missing = MISSING
+        self.first = [(builtins.__dict__, dict(builtins.__dict__), "builtins"),
+                      (here.__dict__, dict(here.__dict__), here.__name__)]
         self.tables = [(table, dict(table) if type(table) is dict else list(table)) for table in _grader_tables()]
-        # The live views the fast path reads (vars() of a class makes a new proxy each call; a kept one stays live).
-        self._mappings = [vars(owner) for owner, _, _ in self.namespaces] + [t for t, _ in self.tables if type(t) is dict]
-        self._lists = [t for t, _ in self.tables if type(t) is not dict]
-        self._versions = _DictVersions([d for mapping in self._mappings for d in _real_dicts(mapping)])
-        self._first_versions = _DictVersions([namespace for namespace, _, _ in self._first])
-        self._fast = self._snapshot()
-
-    def _snapshot(self) -> "_Snapshot":
-        self._versions.keep()
-        self._first_versions.keep()
-        return _Snapshot(self._mappings, self._lists, self.cells, self._contents)
+        self.restorer = _restorer(self)
 
     def restore(self) -> list[str]:
-        replaced: list[str] = []
-        missing = self._missing
-        if not self._first_versions.unchanged():
-            for namespace, kept, name in self._first:
-                replaced += [f"{name}.{k}" for k, v in kept.items() if namespace.get(k, missing) is not v]
-                namespace.update(kept)
-            self._first_versions.keep()
-        code_writes = self.code_writes
-        if code_writes is None or code_writes[0]:
-            if code_writes is not None:
-                code_writes[0] = False
-            is_not = self._is_not
-            for fn, kept_code in zip(self.functions, self.codes):
-                if any(map(is_not, self._code(fn), kept_code)):  # by identity: no __eq__ of a notebook's defaults runs
-                    replaced.append(f"the code of {fn.__module__}.{fn.__qualname__}")
-                    fn.__code__, fn.__defaults__, fn.__kwdefaults__ = kept_code
-        dicts_unchanged = self._versions.unchanged()
-        if self._fast.unchanged(dicts_unchanged=dicts_unchanged):
-            if not dicts_unchanged:  # written, but to the same objects (a name set back, torch's own state)
-                self._versions.keep()
-            return replaced
-        is_not = self._is_not
-        for entry in self.namespaces:
-            owner, kept, strict = entry
-            current = vars(owner)
-            name = getattr(owner, "__name__", str(owner))
-            for key in [k for k in current if k not in kept]:
-                if strict or key in BUILTIN_NAMES:
-                    replaced.append(f"{name}.{key} (added)")
-                    _set(owner, key, MISSING)
-            for key, value in kept.items():
-                if current.get(key, MISSING) is not value:
-                    replaced.append(f"{name}.{key}")
-                    _set(owner, key, value)
-            if len(vars(owner)) != len(kept):  # what stays added (a submodule imported since) is kept from now on
-                entry[1] = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
-        for table, kept_table in self.tables:
-            if type(table) is dict:
-                changed = len(table) != len(kept_table) or any(map(is_not, map(table.get, kept_table), kept_table.values()))
+        return self.restorer()
+
+
+def _restorer(guard: Guard) -> Callable[[], list[str]]:
+    """The guard's restore, as a closure over everything it reads, taken now (before any notebook code runs):
+    the guard's lists, C functions and methods (no builtin looked up by name when it runs, no Python method of a
+    class a notebook can reach). Order matters: the builtins and this module's globals first, then the code of the
+    grader's functions (``_restore`` below calls nothing else of the grader's), then the dicts written since the last
+    call, by their versions, then the list tables and closure cells."""
+    import ctypes
+
+    list_, map_, any_, all_, zip_, sum_, len_ = list, map, any, all, zip, sum, len
+    operator_is = operator.is_
+    is_not, ne = operator.is_not, operator.ne
+    compress, count, chain, from_iterable = itertools.compress, itertools.count, itertools.chain, itertools.chain.from_iterable
+    dict_update, dict_clear, dict_setitem, dict_delitem = dict.update, dict.clear, dict.__setitem__, dict.__delitem__
+    list_setitem, type_setattr, type_delattr = list.__setitem__, type.__setattr__, type.__delattr__
+    get_code = operator.attrgetter("__code__", "__defaults__", "__kwdefaults__")
+    contents = operator.attrgetter("cell_contents")
+    value_error, missing, builtin_names = ValueError, MISSING, BUILTIN_NAMES
+    # ctypes' own getter of a c_uint64's value: a notebook that patches c_uint64.value changes nothing here
+    read_tag = ctypes._SimpleCData.__dict__["value"].__get__
+
+    first, functions, codes, code_writes = guard.first, guard.functions, guard.codes, guard.code_writes
+    cells, cell_values, cell_owners = guard.cells, guard.cell_values, guard.cell_owners
+    list_tables = [(t, kept) for t, kept in guard.tables if type(t) is not dict]
+    dict_tables = [(t, kept) for t, kept in guard.tables if type(t) is dict]
+    names = [getattr(owner, "__name__", str(owner)) for owner, _, _, _ in guard.namespaces]
+    # every guarded dict (each namespace's, each dict table), with what puts it back: (kind, index)
+    dicts, targets = [], []
+    for k, (owner, _, _, _) in enumerate(guard.namespaces):
+        for d in _real_dicts(vars(owner)):
+            dicts.append(d)
+            targets.append(("namespace", k))
+    for k, (table, _) in enumerate(dict_tables):
+        dicts.append(table)
+        targets.append(("table", k))
+    versions = _DictVersions.tags(dicts)
+    first_versions = _DictVersions.tags([namespace for namespace, _, _ in first])
+    if versions is None or first_versions is None:
+        versions = first_versions = []
+        everything = list(range(len(targets)))
+    else:
+        everything = None
+    namespaces = guard.namespaces
+    mappings = [vars(owner) for owner, _, _, _ in namespaces]  # a class's mappingproxy, kept, stays live
+    is_class = [isinstance(owner, type) for owner, _, _, _ in namespaces]
+    kept_versions = [list_(map_(read_tag, versions))]
+    kept_first = [list_(map_(read_tag, first_versions))]
+    list_objects = [t for t, _ in list_tables]
+
+    def others() -> tuple[list[int], tuple[Any, ...]]:
+        return (list_(map_(len_, list_objects)),
+                tuple(chain(from_iterable(list_objects), map_(contents, cells))))
+
+    kept_lengths, kept_others = others()
+
+    def put(k: int, key: str, value: Any) -> None:
+        owner = namespaces[k][0]
+        if is_class[k]:
+            if value is missing:
+                type_delattr(owner, key)
             else:
-                changed = len(table) != len(kept_table) or any(map(is_not, table, kept_table))
-            if changed:
+                type_setattr(owner, key, value)
+        elif value is missing:
+            dict_delitem(mappings[k], key)
+        else:
+            dict_setitem(mappings[k], key, value)
+
+    def put_back_namespace(k: int, replaced: list[str]) -> None:
+        entry = namespaces[k]
+        _, kept, strict, rebound = entry
+        current = mappings[k]
+        present = sum_(1 for key in rebound if key in current)
+        if len_(current) - present == len_(kept) and not any_(map_(is_not, map_(current.get, kept), kept.values())):
+            return  # written back to the same objects (or only torch's own rebinding)
+        for key in [key for key in current if key not in kept and key not in rebound]:
+            if strict or key in builtin_names:
+                replaced.append(f"{names[k]}.{key} (added)")
+                put(k, key, missing)
+        for key, value in kept.items():
+            if current.get(key, missing) is not value:
+                replaced.append(f"{names[k]}.{key}")
+                put(k, key, value)
+        if len_(current) - sum_(1 for key in rebound if key in current) != len_(kept):
+            entry[1] = {key: value for key, value in current.items() if key not in rebound}  # a submodule imported since stays
+
+    def put_back_table(k: int, replaced: list[str]) -> None:
+        table, kept = dict_tables[k]
+        if len_(table) == len_(kept) and not any_(map_(is_not, map_(table.get, kept), kept.values())):
+            return
+        replaced.append("the contents of a table of the grader's")
+        dict_clear(table)
+        dict_update(table, kept)
+
+    def put_back_others(replaced: list[str]) -> None:
+        for table, kept in list_tables:
+            if len_(table) != len_(kept) or any_(map_(is_not, table, kept)):
                 replaced.append("the contents of a table of the grader's")
-                if type(table) is dict:
-                    dict.clear(table)
-                    dict.update(table, kept_table)
-                else:
-                    list.__setitem__(table, slice(None), kept_table)
-        for cell, value, owner in zip(self.cells, self.cell_values, self.cell_owners):
+                list_setitem(table, slice(None), kept)
+        for cell, value, owner in zip_(cells, cell_values, cell_owners):
             try:
                 same = cell.cell_contents is value
-            except ValueError:  # emptied
+            except value_error:  # emptied
                 same = False
             if not same:
                 replaced.append(f"the state of {owner} (closure cells)")
                 cell.cell_contents = value
-        # As kept now, but for torch's own rebinding (REBOUND_BY_TORCH) and submodules imported since: the new normal.
-        self._fast = self._snapshot()
-        return replaced
 
-
-class _Snapshot:
-    """Every guarded mapping's keys and values, every table list's items and the functions' closure cells,
-    flattened in order, to compare by identity in one pass. ``is`` only: no key lookups, no ``__eq__`` of anything
-    a notebook made, and no ``id()`` or ``__code__`` (they raise audit events, each a call of the hook)."""
-
-    def __init__(self, mappings: list[Any], lists: list[Any], cells: list[Any], contents: Callable[[Any], Any]) -> None:
-        self.sources = (mappings, lists, cells)
-        self._chain, self._values, self._contents = itertools.chain, operator.methodcaller("values"), contents
-        self._is, self._all, self._len, self._map, self._list = operator.is_, all, len, map, list
-        self.lengths = self._lengths()
-        self.objects = tuple(self._objects())
-        self.others = tuple(self._others())
-
-    def _lengths(self) -> list[int]:
-        mappings, lists, _ = self.sources
-        return self._list(self._map(self._len, mappings)) + self._list(self._map(self._len, lists))
-
-    def _objects(self) -> Any:
-        mappings, lists, cells = self.sources
-        flat, map_ = self._chain.from_iterable, self._map
-        return self._chain(flat(mappings), flat(map_(self._values, mappings)), flat(lists), map_(self._contents, cells))
-
-    def unchanged(self, dicts_unchanged: bool = False) -> bool:
-        """Whether everything is as snapshotted; ``dicts_unchanged`` (no guarded dict was written since, by their
-        versions) leaves only the lists and closure cells to compare."""
-        if self._lengths() != self.lengths:  # lists of ints
+    def others_unchanged() -> bool:
+        if list_(map_(len_, list_objects)) != kept_lengths:
             return False
         try:
-            if dicts_unchanged:
-                return self._all(self._map(self._is, self._others(), self.others))
-            return self._all(self._map(self._is, self._objects(), self.objects))
-        except ValueError:  # a closure cell emptied
+            return all_(map_(operator_is, chain(from_iterable(list_objects), map_(contents, cells)), kept_others))
+        except value_error:  # a closure cell emptied
             return False
 
-    def _others(self) -> Any:
-        _, lists, cells = self.sources
-        return self._chain(self._chain.from_iterable(lists), self._map(self._contents, cells))
+    def restore() -> list[str]:
+        replaced: list[str] = []
+        if everything is not None or list_(map_(read_tag, first_versions)) != kept_first[0]:
+            for namespace, kept, name in first:
+                replaced += [f"{name}.{key}" for key, value in kept.items() if namespace.get(key, missing) is not value]
+                dict_update(namespace, kept)
+            kept_first[0] = list_(map_(read_tag, first_versions))
+        if code_writes is None or code_writes[0]:
+            if code_writes is not None:
+                code_writes[0] = False
+            for fn, kept_code in zip_(functions, codes):
+                if any_(map_(is_not, get_code(fn), kept_code)):  # by identity: no __eq__ of a notebook's defaults runs
+                    replaced.append(f"the code of {fn.__module__}.{fn.__qualname__}")
+                    fn.__code__, fn.__defaults__, fn.__kwdefaults__ = kept_code
+        now = list_(map_(read_tag, versions))
+        written = everything if everything is not None else (
+            [] if now == kept_versions[0] else list_(compress(count(), map_(ne, now, kept_versions[0]))))
+        unchanged = others_unchanged()
+        if not written and unchanged:
+            return replaced
+        for position in written:
+            kind, k = targets[position]
+            if kind == "namespace":
+                put_back_namespace(k, replaced)
+            else:
+                put_back_table(k, replaced)
+        if not unchanged:
+            put_back_others(replaced)
+        kept_versions[0] = list_(map_(read_tag, versions))
+        return replaced
+
+    return restore
 
 
 class _DictVersions:
-    """Whether any of these dicts was written since ``keep()``, read from CPython's own per-dict version tag
-    (``ma_version_tag``, PEP 509: every insert, replace, delete or clear gives the dict a new, never reused
-    number), so that checking ~5,000 guarded names costs ~100 integer reads instead of a pass over all of them.
+    """CPython's own per-dict version tag (``ma_version_tag``, PEP 509: every insert, replace, delete or clear gives
+    the dict a new, never reused number), so that finding which of ~100 guarded dicts were written costs ~100
+    integer reads instead of a pass over their ~12,000 names and values.
 
-    The tag is not exposed to Python; it is read in place through ctypes, at an offset checked when the Guard is
-    built (a dict written must change its number). Where the check fails (another Python), ``unchanged()`` is
-    always False and the full identity pass decides. A notebook that writes the tags back itself must use
-    ctypes, which the audit hook flags."""
+    The tag is not exposed to Python; it is read in place through ctypes, at an offset checked first (a dict
+    written must change its number). Where the check fails (another Python), ``tags`` is None and the guard
+    compares everything each time. A notebook that writes the tags back itself must use ctypes, which the audit
+    hook flags."""
 
     OFFSET = 3 * 8  # PyDictObject in CPython 3.11: ob_refcnt, ob_type, ma_used, then ma_version_tag
 
-    def __init__(self, dicts: list[dict[Any, Any]]) -> None:
-        self.dicts = dicts  # kept alive: the addresses below stay theirs
-        self.tags = [self._tag(d) for d in dicts] if self.works() else None
-        self._value, self._list, self._map = operator.attrgetter("value"), list, map
-        self.kept: list[int] = []
+    @classmethod
+    def tags(cls, dicts: list[dict[Any, Any]]) -> list[Any] | None:
+        """A c_uint64 over each dict's tag (the dicts must stay alive as long as these), or None."""
+        return [cls._tag(d) for d in dicts] if cls.works() else None
 
     @classmethod
     def _tag(cls, d: dict[Any, Any]) -> Any:
@@ -334,13 +393,6 @@ class _DictVersions:
         del probe["a"]
         seen.append(tag.value)
         return len(set(seen)) == len(seen) and seen == sorted(seen)
-
-    def keep(self) -> None:
-        if self.tags is not None:
-            self.kept = self._list(self._map(self._value, self.tags))
-
-    def unchanged(self) -> bool:
-        return self.tags is not None and self._list(self._map(self._value, self.tags)) == self.kept  # lists of ints
 
 
 def _real_dicts(mapping: Any) -> list[dict[Any, Any]]:
@@ -594,7 +646,7 @@ def run(plan: list[dict[str, Any]], address: str) -> None:
     current: list[Any] = [None]
     wrappers = _install_function_guards(current)
     guard = Guard(extra_functions=[*wrappers, report, flag, audit, suspicious], code_writes=code_writes)
-    restore_all, observe_one, set_trace, set_profile = guard.restore, observe_call, sys.settrace, sys.setprofile
+    restore_all, observe_one, set_trace, set_profile = guard.restorer, observe_call, sys.settrace, sys.setprofile
     restored: list[str] = []
 
     def after_student() -> None:
