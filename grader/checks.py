@@ -325,7 +325,7 @@ def _judge_other_outputs(judge: _Judge, probe: Probe, obs: Obs) -> None:
 
 def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> str:
     ex = judge.ex
-    for probe, obs in _pairs(probes, observations):
+    for position, (probe, obs) in enumerate(_pairs(probes, observations)):
         out = _output(judge, probe, obs["forward"])
         if not _forward_is_right(ex, probe, out):
             judge.fail("forward_wrong_before_derivatives", probe)
@@ -340,8 +340,8 @@ def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: li
             _fail_if_sort_gathers(judge, probe, v, expected[0], obs["vjp"]["grads"])
         _compare_gradients(judge, probe, _diff_names(probe, inputs), expected, obs["vjp"]["grads"], unit,
                            str(obs["raw"].get("cls")))
-        if bool(torch.isfinite(out).all()):  # finite differences of an overflowing forward mean nothing
-            _judge_gradcheck(judge, probe, obs["gradcheck"], second=False)
+        if observe.gradchecked(judge.name, position) and bool(torch.isfinite(out).all()):
+            _judge_gradcheck(judge, probe, obs["gradcheck"], second=False)  # (finite differences of an overflow: nothing)
     return "gradients match PyTorch's and gradcheck passes"
 
 
@@ -361,7 +361,7 @@ def _why_second_derivative_missing(ex: Exercise, obs: Obs) -> tuple[str, dict[st
 
 def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> str:
     ex = judge.ex
-    for probe, obs in _pairs(probes, observations):
+    for position, (probe, obs) in enumerate(_pairs(probes, observations)):
         out = _output(judge, probe, obs["forward"])
         if not _forward_is_right(ex, probe, out):
             judge.fail("forward_wrong_before_derivatives", probe)
@@ -421,7 +421,7 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
             judge.fail("second_derivative_wrong", probe, name=name, where=f"d(your gradient)/d{name} at {where}",
                        expected=ev, received=rv)
         # Right second derivatives without CubeBackward: the structure check alone costs the point.
-        if bool(torch.isfinite(out).all()):
+        if observe.gradchecked(judge.name, position) and bool(torch.isfinite(out).all()):
             _judge_gradcheck(judge, probe, obs["gradgradcheck"], second=True)
     return "second derivatives match PyTorch's and gradgradcheck passes"
 

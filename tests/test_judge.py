@@ -90,6 +90,24 @@ def test_empty_or_short_second_derivative_lists_fail(exercise):
         assert rejected("second derivatives", exercise, probes, forged) == "incomplete_observations"
 
 
+
+@pytest.mark.parametrize("check, key", [("first derivatives", "gradcheck"), ("second derivatives", "gradgradcheck")])
+@pytest.mark.parametrize("exercise", ["square", "linear"])
+def test_pytorchs_own_verdict_is_observed_on_each_calls_first_probe_and_required_there(check, key, exercise):
+    """gradcheck / gradgradcheck run on the first probe of a call only (they were a fifth of the sandbox's time);
+    the judge requires their verdict there and fails the check on it, and ignores it elsewhere."""
+    probes, observations = good(check, exercise)
+    assert len(probes) > 1 and key in observations[0] and not any(key in obs for obs in observations[1:])
+    forged = copy.deepcopy(observations)
+    del forged[0][key]
+    assert rejected(check, exercise, probes, forged) == "observation_missing"
+    forged = copy.deepcopy(observations)
+    forged[0][key] = {"ok": False, "detail": "Jacobian mismatch for output 0 with respect to input 0."}
+    assert rejected(check, exercise, probes, forged) == key + "_failed"
+    forged = copy.deepcopy(observations)
+    forged[-1][key] = {"ok": False, "detail": "not asked for: ignored"}
+    checks.judge(check, exercise, probes, forged)
+
 def test_cube_backward_node_lists_must_cover_every_gradient():
     probes, observations = good("second derivatives", "cube")
     forged = copy.deepcopy(observations)
