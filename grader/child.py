@@ -34,6 +34,7 @@ import itertools
 import json
 import operator
 import os
+import re
 import socket
 import sys
 import threading
@@ -515,7 +516,38 @@ def make_shell() -> Any:
     config = Config()
     config.HistoryManager.enabled = False
     config.InteractiveShell.xmode = TRACEBACK_MODE
-    return InteractiveShell.instance(config=config)
+    shell = InteractiveShell.instance(config=config)
+    _skip_ipython_work_plain_python_needs_not(shell)
+    return shell
+
+
+# What IPython's input transformations act on (tests/test_sandbox.py checks the shortcut against IPython on every
+# cell of the course and the catalogue): magics and shell escapes (%, !, !!), help (?), autocall escapes (/ ; , at
+# the start of a line), pasted prompts (>>>, ..., In [1]:), and a first line that is blank or indented.
+NEEDS_IPYTHON_TRANSFORMS = re.compile(r"\?|!(?!=)|^[ \t]*[%/;,]|=[ \t]*%|>>>|\.\.\.|In \[|\A[ \t]*(?:\n|\Z)|\A[ \t]", re.M)
+
+
+def _skip_ipython_work_plain_python_needs_not(shell: Any) -> None:
+    """Two passes of IPython's over every cell that plain Python code needs not, skipped when they cannot change
+    anything (a tenth of a notebook's time in the sandbox): the input transformations (tokenizing the cell) when it
+    has none of the syntax they act on, and the check for top-level ``await`` (compiling the cell once more) when
+    the cell has neither ``await`` nor ``async``. Otherwise IPython does both, as in a kernel."""
+    manager = shell.input_transformer_manager
+    transform, should_run_async = manager.transform_cell, shell.should_run_async
+
+    def transform_cell(cell: str) -> str:
+        if NEEDS_IPYTHON_TRANSFORMS.search(cell):
+            return transform(cell)
+        return cell if cell.endswith("\n") else cell + "\n"
+
+    def maybe_async(raw_cell: str, *, transformed_cell: str | None = None, preprocessing_exc_tuple: Any = None) -> bool:
+        text = transformed_cell if transformed_cell is not None else raw_cell
+        if "await" not in text and "async" not in text:
+            return False
+        return should_run_async(raw_cell, transformed_cell=transformed_cell, preprocessing_exc_tuple=preprocessing_exc_tuple)
+
+    manager.transform_cell = transform_cell
+    shell.should_run_async = maybe_async
 
 
 def resolve(entry: str, namespace: dict[str, Any]) -> Any:

@@ -43,3 +43,54 @@ def test_test_cells_are_parsed_not_run():
     cell = cells_by_id(SOLUTIONS / "03_double_backward.ipynb")["sinh-second-order"]
     calls = testcells.parse(cell.source, "sinh-second-order")
     assert [c.hidden for c in calls] == [False, True] and calls[0].entry == "sinh"
+
+
+# IPython's transformations of a cell, skipped where they cannot change it (grader.child.make_shell): the shortcut
+# must give IPython's own result on every cell it takes, and leave IPython's syntax to IPython.
+TRICKY_CELLS = [
+    "x = 1 != 2", "a = '%d' % 3", "%timeit x = 1", "x?", "x??", "!ls", "files = !ls", "a = %pwd", "  x = 1",
+    "\nx = 1", "\t\nx = 1", ">>> x = 1", "... x = 1", "In [1]: x = 1", "y = (1\n     / 2)", "print('what?')",
+    "f'{x!r}'", "%%time\nx = 1", "/print 1", ",print a b", ";print a b", "x = 1\n", "x = 1", "", "\n",
+    "def f():\n    return 1\n", "async def f():\n    await g()\n", "await asyncio.sleep(0)",
+    "[x async for x in g()]", "for i in range(3):\n    pass\n%time 1\n",
+]
+
+
+def _code_cells() -> list[str]:
+    import nbformat
+
+    sources = [c.source for folder in (SOLUTIONS, RELEASE) for path in sorted(folder.glob("*.ipynb"))
+               for c in nbformat.read(str(path), as_version=4).cells if c.cell_type == "code"]
+    sources += [path.read_text() for path in sorted(EXAMPLES.rglob("*.py"))]
+    sources += [path.read_text() for path in sorted((EXAMPLES.parent / "tests" / "adversarial").glob("*.py"))]
+    return sources + TRICKY_CELLS
+
+
+def test_ipythons_transformations_are_skipped_only_where_they_change_nothing():
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    from grader import child
+
+    shell = child.make_shell()
+    ipython = TransformerManager()  # a fresh one: what IPython itself does
+    cells = _code_cells()
+    assert len(cells) > 300
+    shortcut = 0
+    for cell in cells:
+        assert shell.input_transformer_manager.transform_cell(cell) == ipython.transform_cell(cell), cell
+        shortcut += not child.NEEDS_IPYTHON_TRANSFORMS.search(cell)
+    assert shortcut > len(cells) / 2, "the shortcut is taken for most of the course's cells"
+    for cell in ("%time 1", "x = !ls", "x?", ">>> x = 1", "  x = 1"):
+        assert child.NEEDS_IPYTHON_TRANSFORMS.search(cell), cell
+
+
+def test_a_cell_with_top_level_await_still_runs_as_in_a_kernel():
+    from grader import child
+
+    shell = child.make_shell()
+    for cell in ("import asyncio\nawait asyncio.sleep(0)\nawaited = 1", "x = [1]\nasync def f():\n    return 2\n"):
+        transformed = shell.transform_cell(cell)
+        assert shell.should_run_async(cell, transformed_cell=transformed) == ("await asyncio" in cell), cell
+    result = shell.run_cell("import asyncio\nawait asyncio.sleep(0)\nawaited = 1", store_history=False)
+    assert result.success and shell.user_ns["awaited"] == 1
+    assert not shell.should_run_async("x = 1", transformed_cell="x = 1\n")
