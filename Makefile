@@ -125,7 +125,7 @@ test-fast: $(STAMP) ## run the tests that take seconds (skips kernels and nbgrad
 	$(BIN)/python -m pytest -m "not slow"
 
 lock: $(STAMP) ## rewrite requirements.lock from the current environment
-	$(BIN)/python -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/' \
+	$(BIN)/python -m pip freeze --all --exclude-editable | grep -v '^pip==' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/' \
 		| grep -v -E '^($(LEFT_OUT))==' > requirements.lock.new
 	@{ grep '^#' requirements.lock; cat requirements.lock.new; } > requirements.lock.tmp && mv requirements.lock.tmp requirements.lock && rm requirements.lock.new
 
