@@ -179,13 +179,11 @@ class Guard:
     this class and its methods as ``grader.child.Guard``, and could change their code, or the classes whose methods
     they call (ctypes' c_uint64.value included); it cannot reach the closure without frames or gc, which are flagged."""
 
-    def __init__(self, extra_functions: list[Any] = (), code_writes: list[bool] | None = None,  # type: ignore[assignment]
-                 finish: bool = True) -> None:
+    def __init__(self, extra_functions: list[Any] = (), code_writes: list[bool] | None = None) -> None:  # type: ignore[assignment]
         """``code_writes``: a one-item list the audit hook sets to True when any function's ``__code__``,
         ``__defaults__`` or ``__kwdefaults__`` is written (those writes raise audit events, and reading ``__code__``
         raises one too, so reading 180 functions' code after every return from student code would cost ~0.2 ms
-        of hook calls). Without it, every restore compares them. ``finish=False``: the snapshot only, for
-        ``prepare`` (the restorer is made by ``finish``, with the child's own functions)."""
+        of hook calls). Without it, every restore compares them."""
         self.code_writes = code_writes
         self.namespaces = []
         owners = [*GUARDED_NAMESPACES, *functorch_namespaces(), *_grader_classes(), sys.modules[__name__]]
@@ -206,35 +204,10 @@ class Guard:
         self.first = [(builtins.__dict__, dict(builtins.__dict__), "builtins"),
                       (here.__dict__, dict(here.__dict__), here.__name__)]
         self.tables = [(table, dict(table) if type(table) is dict else list(table)) for table in _grader_tables()]
-        if finish:
-            self.finish([], code_writes)
-
-    def finish(self, extra_functions: list[Any], code_writes: list[bool] | None) -> None:
-        """Guard these functions too (the child's own closures: its reporter, its audit hook), and make the restorer."""
-        self.code_writes = code_writes
-        for fn in extra_functions:
-            self.functions.append(fn)
-            self.codes.append((fn.__code__, fn.__defaults__, fn.__kwdefaults__))
-            for cell in fn.__closure__ or ():
-                if _cell_filled(cell):
-                    self.cells.append(cell)
-                    self.cell_values.append(cell.cell_contents)
-                    self.cell_owners.append(f"{fn.__module__}.{fn.__qualname__}")
         self.restorer = _restorer(self)
 
     def restore(self) -> list[str]:
         return self.restorer()
-
-
-def prepare() -> tuple[list[Any], list[Any], Guard]:
-    """What ``run`` sets up before a notebook's first cell, made once in the worker before it forks a child per
-    notebook (each child inherits it copy-on-write, instead of paying ~18 ms and ~4,000 page faults to scan every
-    module): torch's entry points into a Function's code wrapped, and the guard's snapshot of every namespace, taken
-    while no notebook code has ever run in the process. ``run`` adds its own closures to the guard. The worker holds
-    the result in locals only: no module global leads a notebook to it."""
-    current: list[Any] = [None]
-    wrappers = _install_function_guards(current)
-    return current, wrappers, Guard(extra_functions=wrappers, finish=False)
 
 
 def _restorer(guard: Guard) -> Callable[[], list[str]]:
@@ -649,9 +622,8 @@ def _cell_error(error: BaseException, source: str) -> dict[str, Any]:
     return info
 
 
-def run(plan: list[dict[str, Any]], address: str, prepared: tuple[list[Any], list[Any], Guard] | None = None) -> None:
-    """Execute the plan, reporting one message per event to the worker's socket at ``address``; ``prepared``: what
-    ``prepare`` made in the worker this process was forked from (else it is made here)."""
+def run(plan: list[dict[str, Any]], address: str) -> None:
+    """Execute the plan, reporting one message per event to the worker's socket at ``address``."""
     # Everything this loop calls is held in locals (of this frame and of closures only an audited gc walk or
     # frame access could reach): replacing grader.child.* or module globals from a cell changes nothing here.
     dumps, encode, as_text = json.dumps, wire.encode, repr
@@ -703,8 +675,9 @@ def run(plan: list[dict[str, Any]], address: str, prepared: tuple[list[Any], lis
         finally:
             busy[0] = False
 
-    current, _, guard = prepared if prepared is not None else prepare()
-    guard.finish([report, flag, audit, suspicious], code_writes)
+    current: list[Any] = [None]
+    wrappers = _install_function_guards(current)
+    guard = Guard(extra_functions=[*wrappers, report, flag, audit, suspicious], code_writes=code_writes)
     restore_all, observe_one, set_trace, set_profile = guard.restorer, observe_call, sys.settrace, sys.setprofile
     restored: list[str] = []
 

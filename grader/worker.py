@@ -24,7 +24,6 @@ predecessor made.
 from __future__ import annotations
 
 import ctypes
-import gc
 import json
 import os
 import resource
@@ -258,7 +257,7 @@ def _clean() -> None:
         _remove_inside(folder, SKELETON.get(folder, frozenset()))
 
 
-def _run_child(task: dict, folder: str, address: str, base_memory: int, prepared: Any) -> int:
+def _run_child(task: dict, folder: str, address: str, base_memory: int) -> int:
     pid = os.fork()
     if pid == 0:  # the child: a fresh process with torch already imported
         try:
@@ -277,21 +276,21 @@ def _run_child(task: dict, folder: str, address: str, base_memory: int, prepared
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (int(task.get("file_bytes", 64 * 2**20)),) * 2)
             torch.set_num_threads(1)
-            child.run(task["plan"], address, prepared)
+            child.run(task["plan"], address)
             os._exit(0)
         except BaseException:
             os._exit(1)
     return pid
 
 
-def _grade(task: dict, base_memory: int, prepared: Any) -> dict:
+def _grade(task: dict, base_memory: int) -> dict:
     started = time.monotonic()
     folder = os.path.join(SCRATCH, "notebook")
     os.mkdir(folder, 0o700)
     inbox = channel.Inbox()
     stopped, status = "", 0
     try:
-        pid = _run_child(task, folder, inbox.address, base_memory, prepared)
+        pid = _run_child(task, folder, inbox.address, base_memory)
         deadline = started + float(task["timeout"])
         while True:
             select.select([inbox.listener], [], [], 0.005)
@@ -329,8 +328,6 @@ def main() -> None:
     for folder in (SCRATCH, SHARED_MEMORY):
         SKELETON[folder] = _skeleton(folder)
     warm_up()
-    prepared = child.prepare()  # in this frame's locals only: a notebook reaches it through frames (flagged) or not at all
-    gc.freeze()  # the guard's snapshot too: children's collections skip it
     _clean()  # what the warm-up wrote (IPython's profile folder): every notebook starts from the skeleton
     base_memory = _virtual_memory()
     out = sys.stdout
@@ -345,7 +342,7 @@ def main() -> None:
             out.write(json.dumps({"id": task["id"], "unhealthy": why}) + "\n")
             out.flush()
             return  # the pool starts a fresh worker for this notebook
-        out.write(json.dumps(_grade(task, base_memory, prepared)) + "\n")
+        out.write(json.dumps(_grade(task, base_memory)) + "\n")
         out.flush()
 
 
