@@ -460,5 +460,7 @@ def observe(check: str, ex: Exercise, fn: Callable[..., Any], probes: list[Probe
     """Observations for every probe; warnings are swallowed (stderr must never cost points)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return [OBSERVERS[check](ex, fn, probe, gradcheck=gradchecked(check, k)) if check in GRADCHECKED
-                else OBSERVERS[check](ex, fn, probe) for k, probe in enumerate(probes)]
+        observer = OBSERVERS[check]
+        if check in GRADCHECKED:
+            return [observer(ex, fn, probe, gradcheck=gradchecked(check, k)) for k, probe in enumerate(probes)]
+        return [observer(ex, fn, probe) for probe in probes]
