@@ -242,5 +242,68 @@ def test_autograde_from_a_fresh_clone_just_works(public_tmp):
     assert verdicts and all("not a notebook of this course" in v for v in verdicts), verdicts
     after = _digest(clone)
     assert {k: v for k, v in after.items() if k in before} == before, "committed files were rewritten"
-    created = {k.split("/")[0] for k in after if k not in before}
+    # (and the grader's bytecode, gitignored: grader.course writes it where it is missing, see fresh_bytecode)
+    created = {k.split("/")[0] for k in after if k not in before and not k.startswith("grader/__pycache__/")}
     assert created <= {"submitted", "autograded", "gradebook.db", "grader_results", "nbgrader.log", "reports"}, created
+
+
+def _scores_through_nbgraders_objects(db_url: str) -> dict[str, dict[str, tuple[float, float]]]:
+    """The score table as nbgrader's own objects give it (Gradebook.students, find_submission, each notebook's
+    grades): what gradebook_scores' two queries must equal."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    order = course._cell_order(course.ASSIGNMENT)
+    table: dict[str, dict[str, tuple[float, float]]] = {}
+    with Gradebook(db_url) as gb:
+        for student in gb.students:
+            try:
+                submission = gb.find_submission(course.ASSIGNMENT, student.id)
+            except MissingEntry:
+                continue
+            row: dict[str, tuple[float, float]] = {}
+            for notebook in sorted(submission.notebooks, key=lambda nb: nb.name):
+                for grade in sorted(notebook.grades, key=lambda g: (order.get(g.name, len(order)), g.name)):
+                    score, top = row.get(exercise_of(grade.name), (0.0, 0.0))
+                    row[exercise_of(grade.name)] = (score + float(grade.score or 0), top + float(grade.max_score or 0))
+            table[student.id] = row
+    return table
+
+
+def test_the_score_table_is_nbgraders_scores_with_manual_grades_and_extra_credit(tmp_path, monkeypatch):
+    """Two queries for the whole class, equal to nbgrader's per-object view: autograded, manually graded and
+    extra-credited cells, a student who handed nothing in (left out), another assignment's submission (ignored),
+    cells recorded out of the course's order, and the students an nbgrader process leaves to the others."""
+    from nbgrader.api import Grade, Gradebook
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
+    db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    cells = {"02_custom_function": ["square-first-order", "linear", "square-second-order"],
+             "01_autograd_basics": ["vjp", "accumulate"]}
+    with Gradebook(db_url) as gb:
+        for assignment in (course.ASSIGNMENT, "other"):
+            gb.add_assignment(assignment)
+            for notebook, names in cells.items():
+                gb.add_notebook(notebook, assignment)
+                for points, name in enumerate(names, 2):
+                    gb.add_grade_cell(name, notebook, assignment, max_score=points, cell_type="code")
+        for student, last in (("zoe", "Adams"), ("ann", "Young"), ("bob", "Brown"), ("cy", "Cole")):
+            gb.add_student(student, last_name=last)
+        for student in ("zoe", "ann", "bob"):
+            gb.add_submission(course.ASSIGNMENT, student)
+        gb.add_submission("other", "cy")
+        for grade in gb.db.query(Grade):
+            grade.auto_score = {"zoe": 1.0, "ann": 2.0, "bob": None}[grade.student.id] if grade.assignment.name == \
+                course.ASSIGNMENT else 9.0
+        gb.db.commit()
+        manual = gb.find_grade("linear", "02_custom_function", course.ASSIGNMENT, "ann")
+        manual.manual_score, manual.extra_credit = 0.5, 1.5
+        gb.find_grade("vjp", "01_autograd_basics", course.ASSIGNMENT, "bob").manual_score = 2.0
+        gb.db.commit()
+
+    table = course.gradebook_scores(db_url)
+    assert table == _scores_through_nbgraders_objects(db_url)
+    assert list(table) == ["zoe", "bob", "ann"], "nbgrader's order of students (by last name)"
+    assert list(table["ann"]) == ["vjp", "accumulate", "linear", "square"], "the course's order of exercises"
+    assert table["ann"]["linear"] == (2.0, 3.0) and table["bob"]["vjp"] == (2.0, 2.0)
+    assert table["zoe"]["square"] == (2.0, 2 + 4)
+    assert course.gradebook_scores(db_url, leave_out={"zoe", "cy"}) == {k: table[k] for k in ("bob", "ann")}
