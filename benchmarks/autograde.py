@@ -603,16 +603,26 @@ def start_postgres(workdir: Path) -> tuple[Any, str]:
         return None, f"no PostgreSQL here ({why})"
 
 
-def start_dask(workdir: Path, workers: int) -> tuple[list[subprocess.Popen], str, str]:
-    """(processes, scheduler address, "") or ([], "", why not): a loopback Dask cluster, `dask scheduler` and
-    `dask worker` on 127.0.0.1, for grader.cluster (TrustedExecute.scheduler / GRADER_SCHEDULER)."""
+def dask_missing() -> str:
+    """Why the Dask rows cannot run here ("" when they can)."""
     import importlib.util
 
     if importlib.util.find_spec("grader.cluster") is None:
-        return [], "", "no grader.cluster"
+        return "no grader.cluster"
+    if not Path(sys.executable).with_name("dask").exists():
+        return "no dask command (distributed not installed)"
+    return ""
+
+
+def start_dask(workdir: Path, workers: int) -> tuple[list[subprocess.Popen], str, str]:
+    """(processes, scheduler address, "") or ([], "", why not): a loopback Dask cluster, `dask scheduler` and
+    `dask worker` on 127.0.0.1, for grader.cluster (TrustedExecute.scheduler / GRADER_SCHEDULER), once its
+    ``workers`` have joined the scheduler (a long-lived cluster's state when a class is handed to it)."""
+    why = dask_missing()
+    if why:
+        return [], "", why
     dask = Path(sys.executable).with_name("dask")
-    if not dask.exists():
-        return [], "", "no dask command (distributed not installed)"
+    workdir.mkdir(parents=True, exist_ok=True)
     scheduler_file = workdir / "dask-scheduler.json"
     logs = open(workdir / "dask.log", "w", encoding="utf-8")
     processes = [subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
@@ -628,6 +638,14 @@ def start_dask(workdir: Path, workers: int) -> tuple[list[subprocess.Popen], str
     processes.append(subprocess.Popen([str(dask), "worker", address, "--nworkers", str(workers), "--nthreads", "1",
                                        "--no-dashboard"], stdout=logs, stderr=subprocess.STDOUT,
                                       env=course.nbgrader_env(), cwd=str(REPO)))
+    from distributed import Client
+
+    try:
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(workers, timeout=120)
+    except Exception as exc:  # (OSError, TimeoutError): said, and the row is not run
+        stop_all(processes)
+        return [], "", f"the Dask workers did not join the scheduler ({type(exc).__name__}: {exc}; see {workdir / 'dask.log'})"
     return processes, address, ""
 
 
@@ -717,9 +735,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.jobs > 1:
             server, why = start_postgres(workdir)
             setups.append(Setup("jobs", f"make autograde JOBS={args.jobs} (PostgreSQL)", why))
-        dask_processes, address, why = start_dask(workdir, cores)
-        setups.append(Setup("dask", f"make autograde, Dask loopback cluster ({cores} workers)", why,
-                            {"GRADER_SCHEDULER": address} if address else {}))
+        # the loopback cluster runs only during the Dask rows: idle, its three processes (heartbeats, the workers'
+        # statistical profilers) took 15-20 % of a 2-core machine from every other row
+        setups.append(Setup("dask", f"make autograde, Dask loopback cluster ({cores} workers)", dask_missing()))
         for setup in setups:
             if setup.skipped:
                 say(f"  {setup.label}: skipped: {setup.skipped}")
@@ -744,6 +762,11 @@ def main(argv: list[str] | None = None) -> int:
                 db_url = f"sqlite:///{root / 'gradebook.db'}"
                 if setup.key == "one":
                     command += ["--workers", "1"]
+                if setup.key == "dask":
+                    dask_processes, address, why = start_dask(workdir / f"{setup.key}-{n}-cluster", cores)
+                    if not address:
+                        raise SystemExit(f"the Dask loopback cluster did not start: {why}")
+                    env["GRADER_SCHEDULER"] = address
                 if setup.key == "jobs":
                     from grader import postgres
 
@@ -752,8 +775,12 @@ def main(argv: list[str] | None = None) -> int:
                     course.ensure_gradebook(course.Nbgrader(root, workdir / f"{setup.key}-{n}-setup.log", db_url))
                     command += ["--jobs", str(args.jobs)]
                     env["GRADER_DB_URL"] = db_url
-                run = run_command(Run(f"{setup.key} {n}", command, str(REPO), n * per_student, env),
-                                  workdir / f"{setup.key}-{n}.log")
+                try:
+                    run = run_command(Run(f"{setup.key} {n}", command, str(REPO), n * per_student, env),
+                                      workdir / f"{setup.key}-{n}.log")
+                finally:
+                    stop_all(dask_processes)
+                    dask_processes = []
                 runs[(setup.key, n)], roots[(setup.key, n)] = run, root
                 scores[(setup.key, n)] = course.gradebook_scores(db_url)
 

@@ -9,7 +9,8 @@ notebook is compiled again, and with PostgreSQL every opening is a new connectio
 ``share()`` (called by ``grader.nbgrader_job`` before nbgrader runs) keeps the engine of the first opening of each
 database URL for the rest of the process: later openings reuse it, its connection pool and its compiled
 statements, and skip the schema work the first one did; closing one ends its session only. What nbgrader writes
-and reads is unchanged: each opening still has its own session, and checks the course as before.
+and reads is unchanged: each opening still has its own session; the course (which nbgrader adds when it is
+missing) is checked by the first openings of each course, not again by every later one.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 from typing import Any
 
 _ENGINES: dict[str, Any] = {}
+_COURSES: set[tuple[str, str]] = set()  # (database URL, course id) whose course this process has checked
 _LOCK = threading.Lock()
 
 
@@ -41,7 +43,9 @@ def share() -> None:
         self._grader_shared = True
         self.engine = engine
         self.db = scoped_session(sessionmaker(autoflush=True, bind=engine, future=True))
-        self.check_course(course_id=course_id)
+        if (db_url, course_id) not in _COURSES:  # (a course row, once there, stays: checked once per process)
+            self.check_course(course_id=course_id)
+            _COURSES.add((db_url, course_id))
         self.course_id = course_id
         self.authenticator = authenticator
 
@@ -61,5 +65,6 @@ def dispose() -> None:
     with _LOCK:
         engines = list(_ENGINES.values())
         _ENGINES.clear()
+        _COURSES.clear()
     for engine in engines:
         engine.dispose()

@@ -1,6 +1,6 @@
 """nbgrader's own work per notebook, made cheaper without changing what it writes or decides (issue 10):
 * the exporter for autograding (grader.nbgrader_plugins.SubmissionExporter) writes what nbconvert's
-  NotebookExporter writes, without a deep copy of a notebook read for that pass alone, nor the schema validation
+  NotebookExporter writes, without deep copies of a notebook read for that pass alone, nor the schema validation
   of the text written (which only logs);
 * OverwriteCells (OverwriteReleasedCells) reads each cell from the gradebook's cells read once per process,
   with the gradebook's answers."""
@@ -29,16 +29,44 @@ def test_the_autograding_exporter_writes_what_nbconvert_writes(path: Path):
     assert ours == theirs
 
 
-def test_a_notebook_read_for_one_export_is_handed_over_once_then_copied_as_usual():
+def test_a_notebook_read_for_one_export_is_handed_over_then_copied_as_usual():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
     plain = copy.deepcopy(nb)
     assert copy.deepcopy(plain) is not plain
     owned = _ReadForThisCall.of(nb)
-    assert copy.deepcopy(owned) is owned  # nbconvert's copy, which nobody else would have seen
+    for _ in range(_ReadForThisCall.HANDOVERS):
+        assert copy.deepcopy(owned) is owned  # nbconvert's copies, which nobody else would have seen
+    assert "_handovers" not in owned and "_handovers" not in nbformat.writes(owned)
     again = copy.deepcopy(owned)
     assert again is not owned and again == owned and type(again) is nbformat.NotebookNode
     again.cells[0].source = "y = 2"
     assert owned.cells[0].source == "x = 1"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS[:2], ids=[p.stem for p in SOLUTIONS[:2]])
+def test_nbconverts_copies_before_the_preprocessors_are_the_ones_handed_over(path: Path):
+    """The first preprocessor gets the very notebook that was read (nbconvert made exactly HANDOVERS deep copies
+    before it); a deep copy a preprocessor makes is a real one; and the text written is nbconvert's own."""
+    from nbconvert.preprocessors import Preprocessor
+
+    seen: list = []
+
+    class Record(Preprocessor):
+        def preprocess(self, nb, resources):
+            mine = copy.deepcopy(nb)
+            mine.cells.clear()
+            seen.append((nb, len(nb.cells)))
+            return nb, resources
+
+    read = nbformat.read(str(path), as_version=4)
+    expected, _ = NotebookExporter(preprocessors=[Record()]).from_notebook_node(copy.deepcopy(read), {})
+    seen.clear()
+    nb = _ReadForThisCall.of(copy.deepcopy(read))
+    ours, _ = SubmissionExporter(preprocessors=[Record()]).from_notebook_node(nb, {})
+    (got, cells), = seen
+    assert got is nb, "the first preprocessor gets the notebook read, not a copy"
+    assert cells == len(read.cells) > 0 and len(nb.cells) == cells, "a preprocessor's own deep copy is a real one"
+    assert type(nb) is nbformat.NotebookNode and ours == expected
 
 
 @pytest.mark.slow
@@ -147,3 +175,31 @@ def test_save_auto_grades_at_once_writes_the_rows_nbgrader_writes(tmp_path):
     # one commit per notebook (besides the Gradebook's own), where nbgrader commits once per cell
     assert committed["at-once"] - committed["opening"] <= len(notebooks), committed
     assert committed["nbgrader"] - committed["opening"] >= 10 * len(notebooks), committed
+
+
+def test_cell_metadata_is_judged_as_nbgrader_judges_it_valid_copies_remembered_by_content():
+    """CheckCellMetadata's validator remembers metadata it found valid, by content: a student's copy of a cell that
+    differs in a value or only in its type (1 against True, "3" against 3) is validated again and refused as
+    nbgrader refuses it."""
+    from nbgrader.nbgraderformat import MetadataValidator, ValidationError
+
+    from grader.nbgrader_plugins import _content_key, _metadata_validator
+
+    ours, theirs = _metadata_validator(), MetadataValidator()
+    good = {"schema_version": 3, "grade": True, "locked": True, "solution": False, "grade_id": "square-first",
+            "points": 2, "checksum": "0" * 32}
+    variants = [good, {**good, "points": 2.5}, {**good, "points": -1}, {**good, "points": True},
+                {**good, "grade": 1}, {**good, "grade_id": "no spaces"}, {**good, "checksum": "0" * 31},
+                {**good, "cell_type": "python"}, {**good, "extra": "field"}, {**good, "locked": "true"},
+                {**good, "points": "2"}, {**good, "grade_id": ["square"]}, good]
+    for meta in variants * 2:  # the second round: from memory where the first found it valid
+        cell = nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": dict(meta)})
+        outcome: list[str] = []
+        for validator in (ours, theirs):
+            try:
+                validator.validate_cell(cell)
+                outcome.append("valid")
+            except ValidationError as error:
+                outcome.append(f"invalid: {error.message}")
+        assert outcome[0] == outcome[1], (meta, outcome)
+        assert (_content_key(meta) in ours.valid) == (outcome[0] == "valid"), "only valid contents are remembered"

@@ -22,8 +22,22 @@ SCRIPT = textwrap.dedent("""
         assert second.engine is engine, "a second opening made an engine of its own"
         assert [s.id for s in second.students] == ["ada"]
         second.add_student("bo")
-    with Gradebook(url, course_id="other") as third:  # the course is still checked per opening
+    with Gradebook(url, course_id="other") as third:  # a course not checked yet is checked (and added)
         assert third.engine is engine and third.course_id == "other"
+    checks = []
+    real = Gradebook.check_course
+    Gradebook.check_course = lambda self, course_id="default_course", **kw: checks.append(course_id) or real(
+        self, course_id=course_id, **kw)
+    for _ in range(3):  # once checked in this process, a course is not checked again by each opening
+        with Gradebook(url, course_id="other") as again:
+            assert again.course_id == "other"
+    with Gradebook(url, course_id="third") as new:
+        assert new.course_id == "third"
+    Gradebook.check_course = real
+    assert checks == ["third"], checks
+    from nbgrader.api import Course
+    with Gradebook(url) as check:
+        assert sorted(c.id for c in check.db.query(Course)) == ["default_course", "other", "third"]
     gradebook_engines.dispose()
     with Gradebook(url) as fourth:  # after dispose(): a new engine, the same data
         assert fourth.engine is not engine
