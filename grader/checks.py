@@ -616,6 +616,23 @@ def judge(check: str, exercise: str, probes: list[Probe], observations: list[Obs
         judgment.fail("grader_error", error_type=type(exc).__name__, error=dx._short(str(exc)))
 
 
+def warm_up() -> None:
+    """Pay now what torch makes a process's first verdicts pay (the trusted process calls it in a thread while its
+    sandboxed workers start; the first notebooks need not wait for it):
+
+    * a VJP with a given vector (every first-derivative check's reference) imports torch's symbolic shapes and
+      sympy, about 0.6 s;
+    * forward mode (the forward-mode checks' reference) compiles its decompositions with TorchScript, 0.3 s.
+
+    Never raises: whatever it could not do, the first verdicts do as before."""
+    try:
+        x = torch.linspace(0.5, 1.5, 3, dtype=torch.float64, requires_grad=True)
+        torch.autograd.grad(torch.sin(x), x, torch.ones_like(x))
+        reference_jvp(torch.sin, (x.detach(),), (torch.ones_like(x),))
+    except Exception:
+        pass
+
+
 def run(check: str, exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None, seed: int) -> None:
     """Observe and judge in this process (a student's self-check), printing a ✓ line on success.
 

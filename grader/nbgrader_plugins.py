@@ -245,6 +245,7 @@ class OverwriteReleasedCells(OverwriteCells):
 
 import atexit  # noqa: E402
 import copy  # noqa: E402
+import glob  # noqa: E402
 import os  # noqa: E402
 import threading  # noqa: E402
 from concurrent.futures import Future, ThreadPoolExecutor  # noqa: E402
@@ -431,7 +432,8 @@ class SubmissionExporter(NotebookExporter):
     other hook for:
 
     * when it is created (before nbgrader looks at any student), the grading environment starts: a sandbox
-      worker that never becomes ready stops the run there, with the cause, before anything is recorded;
+      worker that never becomes ready stops the run there, with the cause, before anything is recorded; then
+      the class starts streaming into the pool, while nbgrader prepares its first student;
     * a submission that is not a readable notebook becomes a placeholder (``placeholder_notebook``) that
       TrustedExecute grades 0 with the reason, instead of an exception that nbgrader would pin on the student
       being processed (and, through the class graded ahead, on another one).
@@ -448,8 +450,14 @@ class SubmissionExporter(NotebookExporter):
             from . import runner, sandbox
 
             plugin = TrustedExecute(parent=self)
+            coursedir = converter.coursedir
             try:
-                _CLASSROOM.start(plugin, plugin._hide(converter.coursedir.db_url))
+                hide = plugin._hide(coursedir.db_url)
+                _CLASSROOM.start(plugin, hide)
+                # the class streams into the pool from now on, while nbgrader prepares its first student (an
+                # assignment named by a pattern waits for nbgrader's first notebook, which names it)
+                if plugin.parallel and coursedir.assignment_id and not glob.has_magic(coursedir.assignment_id):
+                    _CLASSROOM.feed(plugin, {"assignment": coursedir.assignment_id, "db_url": coursedir.db_url}, hide)
             except (sandbox.SetupError, runner.SandboxRefused) as exc:
                 self.log.error("%s %s", *plugin.setup_problem("setup_failed", cause=_one_line(exc)))
                 raise NbGraderException(str(exc)) from None  # nbgrader exits 1; nothing was recorded
@@ -897,7 +905,7 @@ class _Classroom:
 
     def _start(self, plugin: TrustedExecute, hide: list[Path]) -> None:
         from . import pool as pools
-        from . import runner, sandbox
+        from . import checks, runner, sandbox
 
         if self.pool is not None or self.unsandboxed:
             return
@@ -912,6 +920,9 @@ class _Classroom:
             self.unsandboxed = True
             return
         count = (plugin.workers or None) if plugin.parallel else 1
+        # torch's first-use costs of judging (about a second), paid while the workers start and grade the first
+        # notebooks, not by the first verdicts: the process mostly waits meanwhile
+        threading.Thread(target=checks.warm_up, name="grader-judge-warm-up").start()
         try:
             if address and plugin.pool_class is Pool:
                 pools.discard_early()  # a pool started early on this machine is not the one asked for
@@ -942,8 +953,13 @@ class _Classroom:
 
     def ahead(self, plugin: TrustedExecute, info: dict[str, Any], hide: list[Path]) -> Future | None:
         """The notebook nbgrader is about to record, graded ahead in the pool (its Future), or None when it was
-        not (unreadable, not of this assignment, or no pool): then it is graded on its own. On the first
-        notebook of an assignment, the class starts streaming into the pool."""
+        not (unreadable, not of this assignment, or no pool): then it is graded on its own. The class streams
+        into the pool from the exporter's creation, or else from the first notebook of its assignment."""
+        feeder = self.feed(plugin, info, hide)
+        return None if feeder is None else feeder.take(info["student"], info["notebook"])
+
+    def feed(self, plugin: TrustedExecute, info: dict[str, Any], hide: list[Path]) -> _Feeder | None:
+        """The feeder of ``info["assignment"]`` (started now if it was not), or None without a pool or a course."""
         with self.lock:
             self._start(plugin, hide)
             if self.pool is None:
@@ -955,7 +971,7 @@ class _Classroom:
                 if coursedir is None or plugin._course_root() is None:
                     return None
                 feeder = self.feeders[assignment] = _Feeder(self, plugin, coursedir, info, hide)
-        return feeder.take(info["student"], info["notebook"])
+            return feeder
 
     def close(self) -> None:
         for feeder in list(self.feeders.values()):
@@ -1037,8 +1053,6 @@ class _Feeder:
         return new is not None and old is not None and new > old
 
     def _run(self) -> None:
-        import glob
-
         from . import runner
 
         trusted: dict[str, dict[str, Any]] = {}

@@ -205,6 +205,34 @@ def _judged(judge, *args) -> None:
     except CheckFailed:
         pass
 
+def test_after_the_warm_up_the_first_verdicts_import_nothing(tmp_path):
+    """The trusted process warms the judge up while its sandboxed workers start (``checks.warm_up``): torch's
+    first-use imports (symbolic shapes and sympy for a VJP with a given vector, TorchScript for forward mode) were
+    paid by the first notebooks' verdicts, 0.8 s of CPU on the way to the first score. In a fresh process, after
+    the warm-up, judging every check of every exercise imports no module."""
+    import pickle
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    observed = tmp_path / "observed.pickle"
+    observed.write_bytes(pickle.dumps([(check, exercise, *good(check, exercise)) for check, exercise in JUDGED]))
+    program = (
+        "import pickle, sys\n"
+        "from grader import checks\n"
+        "checks.warm_up()\n"
+        f"judged = pickle.loads(open({str(observed)!r}, 'rb').read())\n"
+        "before = set(sys.modules)\n"
+        "for check, exercise, probes, observations in judged:\n"
+        "    checks.judge(check, exercise, probes, observations)\n"
+        "print(sorted(set(sys.modules) - before))\n")
+    repo = Path(checks.__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "ignore"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]", f"imported by the first verdicts despite the warm-up: {done.stdout[:2000]}"
+
+
 # --- the trusted side is bounded: sizes capped before judging, linear diagnosis, a time budget per notebook
 
 

@@ -150,3 +150,85 @@ def test_a_pool_closed_while_its_later_workers_wait_for_demand_closes_at_once(hi
     pool.close()
     assert time.monotonic() - started < 5, "close() waited for demand that never came"
     assert not (_bwraps_of_this_process() - before) and pool.idle.empty()
+
+
+# --- what a worker's start-up leaves its notebooks ----------------------------------------------------------------
+
+
+def _report(pool: pools.Pool, body: str) -> dict:
+    """Run ``body`` (which fills the dict ``info``) as a one-cell notebook in ``pool``; ``info`` back."""
+    from test_sandbox_attacks import _report_code, _reports
+
+    data, outcome = pool.run([{"kind": "code", "index": 0, "source": _report_code(body)}], 60)
+    reports = _reports(data)
+    assert reports, (data[-2000:], outcome)
+    return reports[0]
+
+
+@needs_sandbox
+def test_a_notebooks_garbage_is_collected_as_in_a_kernel(hidden):
+    """A worker starts with the garbage collector off (the half-million objects of its imports live as long as it
+    does) and freezes what it imported: the notebooks it forks collect their own garbage, automatically, with
+    Python's usual thresholds, and never spend time on the worker's objects."""
+    body = """
+    import gc, weakref
+    class Node: pass
+    runs = []
+    gc.callbacks.append(lambda phase, about: phase == "start" and runs.append(about["generation"]))
+    first = Node(); first.me = first; alive = weakref.ref(first); del first
+    for _ in range(20000):  # cycles nobody collects by hand
+        node = Node(); node.me = node
+    info.update(enabled=gc.isenabled(), thresholds=list(gc.get_threshold()), automatic=len(runs),
+                frozen=gc.get_freeze_count())
+    gc.collect()
+    info["cycle collected"] = alive() is None
+    """
+    with pools.Pool(hide=[hidden], workers=1) as pool:
+        found = _report(pool, body)
+    assert found.get("enabled") is True and found["thresholds"] == [700, 10, 10], found
+    assert found["automatic"] > 0, f"no collection ran by itself during the cell: {found}"
+    assert found["frozen"] > 100_000, f"the worker's imported objects are not frozen: {found}"
+    assert found["cycle collected"] is True, found
+
+
+@needs_sandbox
+def test_a_worker_reads_the_hosts_font_list_instead_of_building_its_own(hidden, monkeypatch):
+    """matplotlib's font list is built once on the host (``sandbox.prepare_font_lists``, `make install`) and copied
+    into each worker's cache before pyplot's import: a list the host marked is the one the notebooks' matplotlib
+    has, so the worker built none (0.2 s of every worker's start)."""
+    import json
+    import sys
+
+    sandbox.prepare_font_lists()
+    real = sorted(sandbox.FONT_LISTS.glob("fontlist-*.json"))
+    if not real:
+        pytest.skip(f"no font list could be built in {sandbox.FONT_LISTS} (matplotlib missing, or a read-only venv)")
+    marked = Path(tempfile.mkdtemp(prefix="font-lists-test-", dir=sandbox.FONT_LISTS.parent))  # inside the venv:
+    try:  # exposed, read-only, in every sandbox
+        fonts = json.loads(real[0].read_text())
+        fonts["ttflist"].append({**fonts["ttflist"][0], "name": "Host Font List Marker"})
+        (marked / real[0].name).write_text(json.dumps(fonts))
+        marked.chmod(0o755)
+        (marked / real[0].name).chmod(0o644)
+        assert marked.is_relative_to(Path(sys.prefix))
+        monkeypatch.setattr(sandbox, "FONT_LISTS", marked)
+        with pools.Pool(hide=[hidden], workers=1) as pool:
+            found = _report(pool, "import matplotlib.font_manager as fm\n"
+                                  "info['names'] = sorted({f.name for f in fm.fontManager.ttflist})")
+    finally:
+        shutil.rmtree(marked, ignore_errors=True)
+    assert "Host Font List Marker" in found.get("names", []), found
+    assert "DejaVu Sans" in found["names"]
+
+
+def test_the_font_list_is_built_once_readable_by_the_sandbox_user(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "FONT_LISTS", tmp_path / "share" / "matplotlib")
+    sandbox.prepare_font_lists()
+    built = sorted(sandbox.FONT_LISTS.glob("fontlist-*.json"))
+    if not built:
+        pytest.skip("matplotlib could not build a font list here")
+    assert len(built) == 1 and built[0].stat().st_mode & 0o777 == 0o644
+    assert list(sandbox.FONT_LISTS.iterdir()) == built, "the scratch folder it was built in is left behind"
+    stamp = built[0].stat().st_mtime_ns
+    sandbox.prepare_font_lists()
+    assert built[0].stat().st_mtime_ns == stamp, "built again although it was there"
