@@ -153,10 +153,16 @@ def test_pid1_takeover_cannot_read_the_next_students_task():
     look = _honest("looks-for-the-victim", extra=f"""
 import os as _o
 _stolen = []
+def _writable(_path):
+    try:
+        return not _o.statvfs(_path).f_flag & _o.ST_RDONLY
+    except OSError:
+        return True  # looked into, to be sure
 for _top, _recurse in (("/dev", True), ("/tmp", True), ("/", False)):
     for _folder, _dirs, _files in _o.walk(_top):
-        if not _recurse:
-            _dirs[:] = []
+        # only where a notebook can write (a copy of a task cannot be anywhere else): not into the read-only
+        # folders bound inside, such as a venv under /tmp, whose gigabytes of files took longer than the time limit
+        _dirs[:] = [_d for _d in _dirs if _recurse and _writable(_o.path.join(_folder, _d))]
         for _name in _files:
             _path = _o.path.join(_folder, _name)
             try:
