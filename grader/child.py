@@ -55,7 +55,7 @@ import torch.func
 
 torch._functorch.predispatch.lazy_load_decompositions()  # vmap loads them on first use: once, here, before the guard
 
-from . import basics, diagnosis, exercises, observe, secondorder, wire
+from . import basics, diagnosis, exercises, observe, policy, secondorder, wire
 from .exercises import get
 
 GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -610,6 +610,8 @@ def _cell_error(error: BaseException, source: str) -> dict[str, Any]:
     line = None
     if isinstance(error, SyntaxError) and error.lineno:
         line = error.lineno
+    elif isinstance(getattr(error, "lineno", None), int):  # refused by the policy when compiled
+        line = error.lineno  # type: ignore[attr-defined]
     else:
         for frame, lineno in traceback.walk_tb(error.__traceback__):
             if frame.f_code.co_filename.startswith("<ipython-input-") or frame.f_code.co_filename.startswith("/tmp/ipykernel"):
@@ -688,6 +690,10 @@ def run(plan: list[dict[str, Any]], address: str) -> None:
     sys.addaudithook(audit)
     shell = make_shell()
     outputs = Outputs(shell)
+    # Cells the student wrote or changed compile under the course's policy (grader.policy): they cannot name frames,
+    # gc, sys, os, ctypes, the grader's modules or underscore attributes, so nothing above is theirs to reach.
+    policy.Runtime(shell.user_ns).install()
+    graded_policy, transformers = policy.PolicyTransformer(), shell.ast_transformers
     for item in plan:
         position[0] = item["index"]
         report({"event": "start", "index": item["index"]})
@@ -695,10 +701,15 @@ def run(plan: list[dict[str, Any]], address: str) -> None:
             outputs.begin()
             saved_streams = sys.stdout, sys.stderr
             sys.stdout, sys.stderr = outputs.stdout, outputs.stderr
+            restricted = item.get("restricted", True)  # only the instructor's own cells run as they are
+            if restricted:
+                transformers.append(graded_policy)
             try:
                 result = shell.run_cell(item["source"], store_history=False)
             finally:
                 sys.stdout, sys.stderr = saved_streams
+                if restricted:
+                    transformers.remove(graded_policy)
             error = result.error_before_exec or result.error_in_exec
             report({"event": "done", "index": item["index"], "outputs": outputs.cell,
                     **(_cell_error(error, item["source"]) if error else {"error": ""})})

@@ -317,6 +317,22 @@ def instructor_notebook(db_url: str, assignment: str, notebook_id: str) -> Instr
     return found
 
 
+_SOURCES: dict[tuple[Path, ...], tuple[tuple[float, ...], frozenset[str]]] = {}
+
+
+def instructor_sources(paths: tuple[Path, ...]) -> frozenset[str]:
+    """``runner.instructor_sources`` of the notebooks in ``paths`` that exist, read again only when one changes."""
+    from . import runner
+
+    stamps = tuple(p.stat().st_mtime if p.exists() else -1.0 for p in paths)
+    known = _SOURCES.get(paths)
+    if known is not None and known[0] == stamps:
+        return known[1]
+    sources = runner.instructor_sources(*(nbformat.read(str(p), as_version=4) for p in paths if p.exists()))
+    _SOURCES[paths] = (stamps, sources)
+    return sources
+
+
 # --- submissions nbgrader cannot read -------------------------------------------------------------------
 
 
@@ -749,6 +765,17 @@ class TrustedExecute(NbGraderPreprocessor):
         root = getattr(self._coursedir(), "root", None)
         return Path(root).resolve() if root else None
 
+    def _instructor_sources(self, assignment: str, notebook_id: str) -> frozenset[str]:
+        """The code cells of the instructor's notebook (source and release folders): a submitted cell identical to
+        one of them runs as it is; every other one under the course's policy (``grader.policy``)."""
+        coursedir = self._coursedir()
+        root = self._course_root()
+        if coursedir is None or root is None:
+            return frozenset()
+        paths = tuple(root / folder / assignment / f"{notebook_id}.ipynb"
+                      for folder in (coursedir.source_directory, coursedir.release_directory))
+        return instructor_sources(paths)
+
     @staticmethod
     def _trusted_cells(db_url: str, assignment: str, notebook_id: str) -> dict[str, Any]:
         """grade_id -> the instructor's test and locked cells, from the gradebook (hidden tests included)."""
@@ -798,7 +825,8 @@ class TrustedExecute(NbGraderPreprocessor):
             elif future is not None:
                 result = future.result()
             else:
-                cells = runner.cells_to_run(nb, self._trusted_cells(info["db_url"], info["assignment"], info["notebook"]))
+                cells = runner.cells_to_run(nb, self._trusted_cells(info["db_url"], info["assignment"], info["notebook"]),
+                                            self._instructor_sources(info["assignment"], info["notebook"]))
                 result = runner.grade_cells(name, cells, "the gradebook", self.timeout, self.allow_unsandboxed, hide,
                                             _CLASSROOM.pool)
         except (sandbox.SetupError, runner.SandboxRefused) as exc:
@@ -1101,7 +1129,8 @@ class _Feeder:
         name = f"{student}/{self.assignment}/{notebook_id}"
         # one file's problem stays with that file: nbgrader grades it on its own when it gets there
         try:
-            cells = runner.cells_to_run(read_submission(path), trusted[notebook_id])
+            cells = runner.cells_to_run(read_submission(path), trusted[notebook_id],
+                                        self.plugin._instructor_sources(self.assignment, notebook_id))
         except UnreadableSubmission:
             return None  # SubmissionExporter says why, when nbgrader reads it
         except Exception as exc:

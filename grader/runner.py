@@ -49,6 +49,7 @@ class Cell:
     points: float = 0.0
     graded: bool = False
     calls: list[testcells.CheckCall] = field(default_factory=list)
+    restricted: bool = True  # compiled under grader.policy: anything not byte-identical to an instructor's cell
 
 
 @dataclass
@@ -120,8 +121,17 @@ def instructor_cells(instructor: Any) -> dict[str, Any]:
     }
 
 
-def cells_to_run(notebook: Any, trusted: dict[str, Any]) -> list[Cell]:
-    """The code cells in order, test and locked cells as the instructor wrote them; missing test cells last."""
+def instructor_sources(*notebooks: Any) -> frozenset[str]:
+    """The code cells' sources of the instructor's notebooks (source and release): a submitted cell byte-identical
+    to one of them is the instructor's code and runs as it is; every other cell runs under ``grader.policy``."""
+    return frozenset(c.source for nb in notebooks if nb is not None for c in nb.cells if c.cell_type == "code")
+
+
+def cells_to_run(notebook: Any, trusted: dict[str, Any], instructors: frozenset[str] = frozenset()) -> list[Cell]:
+    """The code cells in order, test and locked cells as the instructor wrote them; missing test cells last.
+    ``instructors``: the sources of the instructor's cells (``instructor_sources``); the test and locked cells of
+    ``trusted`` count as the instructor's too."""
+    instructors = instructors | {c.source for c in trusted.values()}
     cells: list[Cell] = []
     seen: set[str] = set()
     for index, cell in enumerate(notebook.cells):
@@ -135,17 +145,17 @@ def cells_to_run(notebook: Any, trusted: dict[str, Any]) -> list[Cell]:
             seen.add(grade_id)
         elif meta.get("grade"):
             meta = {}  # a test cell the instructor does not know (renamed or copied): just code
-        cells.append(_cell(index, source, grade_id, meta))
+        cells.append(_cell(index, source, grade_id, meta, source not in instructors))
     for grade_id, cell in trusted.items():  # deleted or renamed test cells are still checked
         if grade_id not in seen and _nbgrader(cell).get("grade"):
-            cells.append(_cell(-1, cell.source, grade_id, _nbgrader(cell)))
+            cells.append(_cell(-1, cell.source, grade_id, _nbgrader(cell), False))
     return cells
 
 
-def _cell(index: int, source: str, grade_id: str, meta: dict[str, Any]) -> Cell:
+def _cell(index: int, source: str, grade_id: str, meta: dict[str, Any], restricted: bool = True) -> Cell:
     graded = bool(meta.get("grade")) and not meta.get("solution")
     calls = testcells.parse(source, grade_id) if graded else []
-    return Cell(index, source, grade_id, float(meta.get("points", 0) or 0), graded, calls)
+    return Cell(index, source, grade_id, float(meta.get("points", 0) or 0), graded, calls, restricted)
 
 
 def find_instructor_notebook(path: Path) -> Path | None:
@@ -169,7 +179,8 @@ def grade_notebook(path: Path, instructor_path: Path | None = None, timeout: flo
     notebook = nbformat.read(str(path), as_version=4)
     instructor = nbformat.read(str(instructor_path), as_version=4) if instructor_path else notebook
     tests_from = str(instructor_path) if instructor_path else "the notebook's own test cells"
-    return grade_cells(str(path), cells_to_run(notebook, instructor_cells(instructor)), tests_from, timeout,
+    own = instructor_sources(instructor) if instructor_path else frozenset()
+    return grade_cells(str(path), cells_to_run(notebook, instructor_cells(instructor), own), tests_from, timeout,
                        allow_unsandboxed, hide or _course_roots(path, instructor_path))
 
 
@@ -349,7 +360,7 @@ def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: l
         if cell.graded:
             plan.append({"kind": "test", "index": key, "grade_id": cell.grade_id, "calls": [c.as_dict() for c in cell.calls]})
         else:
-            plan.append({"kind": "code", "index": key, "source": cell.source})
+            plan.append({"kind": "code", "index": key, "source": cell.source, "restricted": cell.restricted})
     keys = {item["index"]: (cell.index if cell.index >= 0 else ("missing", cell.grade_id)) for item, cell in zip(plan, cells)}
     if pool is None and ok:
         from .pool import Pool
