@@ -730,6 +730,9 @@ class TrustedExecute(NbGraderPreprocessor):
     """
 
     timeout = Float(120.0, help="Seconds one notebook may run in the sandbox.").tag(config=True)
+    policy = Bool(True, help="Compile every cell a student wrote or changed under the course's policy "
+                             "(grader.policy). Off only to test the layers beneath it as if the policy had a hole "
+                             "(tests/adversarial/, `# policy: off`); never for a real class.").tag(config=True)
     allow_unsandboxed = Bool(False, help="Run student code without bubblewrap when it cannot start. "
                                          "Only for code you trust.").tag(config=True)
     parallel = Bool(True, help="Grade the whole class ahead, in a pool of sandboxed workers (one per core), "
@@ -826,7 +829,8 @@ class TrustedExecute(NbGraderPreprocessor):
                 result = future.result()
             else:
                 cells = runner.cells_to_run(nb, self._trusted_cells(info["db_url"], info["assignment"], info["notebook"]),
-                                            self._instructor_sources(info["assignment"], info["notebook"]))
+                                            self._instructor_sources(info["assignment"], info["notebook"]),
+                                            policy=self.policy)
                 result = runner.grade_cells(name, cells, "the gradebook", self.timeout, self.allow_unsandboxed, hide,
                                             _CLASSROOM.pool)
         except (sandbox.SetupError, runner.SandboxRefused) as exc:
@@ -1130,7 +1134,8 @@ class _Feeder:
         # one file's problem stays with that file: nbgrader grades it on its own when it gets there
         try:
             cells = runner.cells_to_run(read_submission(path), trusted[notebook_id],
-                                        self.plugin._instructor_sources(self.assignment, notebook_id))
+                                        self.plugin._instructor_sources(self.assignment, notebook_id),
+                                        policy=self.plugin.policy)
         except UnreadableSubmission:
             return None  # SubmissionExporter says why, when nbgrader reads it
         except Exception as exc:

@@ -462,6 +462,7 @@ class Runtime:
     def __init__(self, namespace: dict[str, Any]) -> None:
         self.namespace = namespace
         self.classes: weakref.WeakSet[type] = weakref.WeakSet()  # classes graded cells defined
+        self.names: weakref.WeakKeyDictionary[type, frozenset[str]] = weakref.WeakKeyDictionary()  # their bodies' names
         self.type_ok: dict[type, bool] = {}
 
     def install(self) -> None:
@@ -483,6 +484,20 @@ class Runtime:
             return any(c in classes for c in obj.__mro__)
         return any(c in classes for c in type(obj).__mro__)
 
+    def _own_attribute(self, obj: Any, name: str) -> bool:
+        """``_name`` a graded cell gave its own object: in the instance's dict, or defined in the body of one of
+        its own classes (never an internal torch or Python put there: ``_backward_cls``, ``__dict__`` ...)."""
+        if name.startswith("__") or name.endswith("_") or not self._own(obj):
+            return False
+        if not isinstance(obj, type):
+            try:
+                if name in object.__getattribute__(obj, "__dict__"):
+                    return True
+            except AttributeError:
+                pass
+        cls = obj if isinstance(obj, type) else type(obj)
+        return any(name in self.names.get(c, ()) for c in cls.__mro__)
+
     def _type_allowed(self, t: type) -> bool:
         known = self.type_ok.get(t)
         if known is None:
@@ -496,9 +511,8 @@ class Runtime:
     def getattr(self, obj: Any, name: str, *default: Any) -> Any:
         if type(name) is not str:
             raise TypeError("attribute name must be a string")
-        if name.startswith("_") and name not in DUNDER_ATTRIBUTES:
-            if name.startswith("__") or name.endswith("_") or not self._own(obj):
-                raise _refused(f'".{name}" (an underscore attribute of {_kind(obj)})')
+        if name.startswith("_") and name not in DUNDER_ATTRIBUTES and not self._own_attribute(obj, name):
+            raise _refused(f'".{name}" (an underscore attribute of {_kind(obj)})')
         if name in REFUSED_EVERYWHERE and not self._own(obj):
             raise _refused(f'".{name}"')
         if type(obj) is types.ModuleType:
@@ -572,8 +586,10 @@ class Runtime:
             delattr(runtime.write(obj, name), name)
 
         def type_(*args: Any) -> type:
+            if len(args) == 3 and type(args[2]) is dict:  # a class made by a call: the same rules as a class statement
+                return runtime.make_class(args[0], tuple(args[1]), dict(args[2]))
             if len(args) != 1:
-                raise _refused("type() with three arguments (making classes); use a class statement")
+                raise TypeError("type() takes 1 or 3 arguments")
             return runtime._hand_out(type(args[0]), "type()")
 
         return {"getattr": getattr_, "hasattr": hasattr_, "setattr": setattr_, "delattr": delattr_, "type": type_}
@@ -584,8 +600,8 @@ class Runtime:
             raise _refused(f"changing the module {obj.__name__}")
         if isinstance(obj, type) and not self._own(obj):
             raise _refused(f"changing the class {obj.__qualname__}")
-        if name is not None and name.startswith("_") and not self._own(obj):
-            raise _refused(f'setting ".{name}" of {_kind(obj)}')
+        if name is not None and name.startswith("_") and (isinstance(obj, type) or not self._own(obj)):
+            raise _refused(f'setting ".{name}" of {_kind(obj)} (underscore attributes are for your own objects)')
         if name in REFUSED_EVERYWHERE and not self._own(obj):
             raise _refused(f'setting ".{name}"')
         if not self._type_allowed(type(obj)):
@@ -616,7 +632,7 @@ class Runtime:
     # -- classes
     def make_class(self, name: str, bases: tuple[Any, ...], namespace: dict[str, Any], **kwargs: Any) -> type:
         for key in namespace:
-            if key.startswith("__") and key not in CLASS_NAMESPACE_DUNDERS:
+            if type(key) is not str or (key.startswith("_") and key.endswith("_") and key not in CLASS_NAMESPACE_DUNDERS):
                 raise _refused(f"a class defining {key}")
         for base in bases:
             if not isinstance(base, type):
@@ -632,6 +648,7 @@ class Runtime:
                 meta = candidate
         cls = meta(name, bases, namespace, **kwargs)
         self.classes.add(cls)
+        self.names[cls] = frozenset(namespace)
         self.type_ok.clear()
         return cls
 
@@ -674,7 +691,9 @@ class _SafeFormatter(string.Formatter):
         self.runtime = runtime
 
     def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
-        first, rest = field_name._formatter_field_name_split()  # type: ignore[attr-defined]
+        import _string  # string.Formatter's own parser of "0.attr[key]"
+
+        first, rest = _string.formatter_field_name_split(field_name)
         obj = self.get_value(first, args, kwargs)
         for is_attr, key in rest:
             obj = self.runtime.getattr(obj, key) if is_attr else self.runtime.getitem(obj, key)
@@ -702,10 +721,10 @@ class PolicyTransformer(ast.NodeTransformer):
         except PolicyError as error:
             from IPython.core.error import InputRejected
 
-            class Refused(InputRejected):  # an InputRejected IPython shows as the policy's message
+            class PolicyError(InputRejected):  # noqa: N818 (an InputRejected IPython shows as the policy's message)
                 lineno = error.lineno
 
                 def _render_traceback_(self) -> list[str]:
                     return error._render_traceback_()
 
-            raise Refused(str(error)) from None
+            raise PolicyError(f"line {error.lineno}: {error}" if error.lineno else str(error)) from None

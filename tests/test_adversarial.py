@@ -56,6 +56,8 @@ class Case:
     after: tuple[tuple[str, ...], ...] = ()
     why: str = ""
     flagged: tuple[str, ...] | None = None  # exercises whose notebook must be flagged; () = never flagged
+    refused: tuple[str, ...] = ()  # exercises whose verdicts must say the policy refused the student's code
+    policy_off: bool = False  # `# policy: off`: the case tests the layers beneath the policy; its classes run without
     name: str = ""  # the student's id when it is not the file's name
 
     @property
@@ -130,6 +132,8 @@ def read_case(path: Path) -> Case:
         why=" ".join(header.get("why", [])),
         flagged=(None if "flagged" not in header else
                  tuple(e for e in header["flagged"][0].split() if e != "none")),
+        refused=tuple(header.get("refused", [""])[0].split()),
+        policy_off=header.get("policy", ["on"])[0].strip() == "off",
     )
 
 
@@ -259,6 +263,13 @@ def _submit(case: Case, root: Path, scratch: Path) -> None:
     assert len(applied) == len(case.transforms), f"{case.path.name}: a transform names a cell its notebooks lack"
 
 
+def policy_off(klass: str) -> bool:
+    """A class runs without the course's policy (as if it had a hole) when one of its students tests the layers
+    beneath it (`# policy: off`): the sandbox, the guard, the audit hook, the channel. Students of such a class
+    that the policy would refuse keep testing those layers end to end; the `policy` class tests the policy."""
+    return any(case.policy_off for case in students_of(klass))
+
+
 def grade_class(klass: str, workdir: Path, template: Path, slowdown: float = 1.0) -> GradedClass:
     """Autograde the class with nbgrader; killed past the sum of its students' bounds (times ``slowdown``)."""
     root = workdir / klass
@@ -271,7 +282,8 @@ def grade_class(klass: str, workdir: Path, template: Path, slowdown: float = 1.0
     log_path = workdir / f"{klass}.log"
     command = course.nbgrader_command("autograde", course.ASSIGNMENT, "--force", f"--CourseDirectory.root={root}",
                                       "--CourseDirectory.release_directory=release",
-                                      f"--TrustedExecute.timeout={TIMEOUT}")
+                                      f"--TrustedExecute.timeout={TIMEOUT}",
+                                      *(["--TrustedExecute.policy=False"] if policy_off(klass) else []))
     started = time.monotonic()
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, cwd=REPO, env=course.nbgrader_env(), stdout=log, stderr=subprocess.STDOUT,
@@ -432,6 +444,23 @@ def test_flagged_students_are_flagged_and_controls_never(classroom, klass, case)
             f"{case.student} ({case.why}) is not flagged in {exercises[exercise]}: flags = {flags!r}")
 
 
+REFUSED = [(klass, case) for klass, case in STUDENTS if case.refused]
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("klass,case", REFUSED, ids=[_ids(s) for s in REFUSED])
+def test_code_the_policy_refuses_is_refused_with_a_reason_the_student_can_read(classroom, klass, case):
+    """`# refused: square`: the verdicts of the notebook holding square say that the course's policy refused the
+    student's code (grader.policy), and which construct, instead of a silent zero."""
+    graded = classroom(klass)
+    saved = saved_results(graded, case)
+    exercises = _exercises()
+    for exercise in case.refused:
+        text = json.dumps(saved[exercises[exercise]], ensure_ascii=False)
+        assert "not available in graded code" in text, f"{case.student} ({case.why}): no refusal in {text[:2000]}"
+
+
 @pytest.mark.slow
 @needs_sandbox
 @pytest.mark.parametrize("klass", CLASSES)
@@ -459,7 +488,7 @@ def _run_plans(plans: list[str], workers: int = 1, timeout: float = 10) -> list[
             time.sleep(1.5)  # workers that die at start (see the test above) are replaced before the first plan
             out = []
             for source in plans:
-                data, outcome = pool.run([{"kind": "code", "index": 0, "source": source}], timeout)
+                data, outcome = pool.run([{"kind": "code", "index": 0, "source": source, "restricted": False}], timeout)
                 out.append(([json.loads(line) for line in data.decode().splitlines() if line.strip()], outcome))
             return out
     finally:

@@ -22,7 +22,7 @@ from grader import sandbox
 AVAILABLE, WHY = sandbox.available()
 needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
 
-PRINT_PID = [{"kind": "code", "index": 0, "source": "import os; print(os.getpid())"}]
+PRINT_PID = [{"kind": "code", "index": 0, "source": "import os; print(os.getpid())", "restricted": False}]
 
 
 @pytest.fixture
@@ -159,7 +159,7 @@ def _report(pool: pools.Pool, body: str) -> dict:
     """Run ``body`` (which fills the dict ``info``) as a one-cell notebook in ``pool``; ``info`` back."""
     from test_sandbox_attacks import _report_code, _reports
 
-    data, outcome = pool.run([{"kind": "code", "index": 0, "source": _report_code(body)}], 60)
+    data, outcome = pool.run([{"kind": "code", "index": 0, "source": _report_code(body), "restricted": False}], 60)
     reports = _reports(data)
     assert reports, (data[-2000:], outcome)
     return reports[0]

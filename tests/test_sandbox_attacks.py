@@ -68,7 +68,7 @@ def _run_in_one_worker(sources: list[str], timeout: float = 20) -> list[tuple[li
         with Pool(hide=[hidden], workers=1) as pool:
             out = []
             for source in sources:
-                data, outcome = pool.run([{"kind": "code", "index": 0, "source": source}], timeout)
+                data, outcome = pool.run([{"kind": "code", "index": 0, "source": source, "restricted": False}], timeout)
                 out.append((_reports(data), outcome))
             return out
     finally:
@@ -478,7 +478,7 @@ def _run_events(sources: list[str], timeout: float = 20) -> list[tuple[list[dict
         with Pool(hide=[hidden], workers=1) as pool:
             out = []
             for source in sources:
-                data, outcome = pool.run([{"kind": "code", "index": 0, "source": source}], timeout)
+                data, outcome = pool.run([{"kind": "code", "index": 0, "source": source, "restricted": False}], timeout)
                 out.append(([json.loads(line) for line in data.decode().splitlines() if line.strip()], outcome))
             return out
     finally:

@@ -3,6 +3,7 @@
 # others: solution
 # expect: vjp=0 accumulate=4 secondderiv=3
 # bound: 10
+# policy: off
 # why: a wrong vector-Jacobian product (the sign), and grader.basics._invoke (which calls the student's function
 #      for the observers) replaced so that the checks observe a right one instead
 import grader.basics

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
+# policy: off
 # why: a wrong backward with builtins patched to hide failures: isinstance lies about exceptions,
 #      AssertionError is no longer an Exception anyone catches, any/all always say yes
 import builtins

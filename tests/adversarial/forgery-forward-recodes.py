@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 15
+# policy: off
 # class: forgeries
 # why: a wrong backward (the sign) whose forward, each time it runs, rewrites the code of the grader's own observers
 #      in place, through the descriptor (FunctionType.__code__.__set__), not an assignment: grader.observe._grads

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 15
+# policy: off
 # class: forgeries
 # why: a wrong backward (the sign) whose forward, each time it runs, pops the grader's observers _grads and
 #      run_gradcheck out of grader.observe's namespace and inserts forgeries under the same names (_grads negates

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 15
+# policy: off
 # class: forgeries
 # why: a wrong backward (the sign) whose forward, each time it runs, (re)installs a forged torch.autograd.grad
 #      (the gradient of x**2 whenever the output comes from Square) and gradcheck / gradgradcheck that always

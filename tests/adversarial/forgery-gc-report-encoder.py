@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=0 exp=0 sinh=0 cube=0
 # bound: 15
+# policy: off
 # class: forgeries
 # flagged: square
 # why: a wrong backward (the sign); gc.get_objects() finds grader.child.run's `report` closure (and the plan),

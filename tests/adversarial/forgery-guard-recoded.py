@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 15
+# policy: off
 # class: forgeries
 # why: a wrong backward (the sign), and the guard itself disarmed before any observation: the code of every method of
 #      grader.child's Guard (and of the helpers it compares with) is replaced by one that puts nothing back, then the

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 15
+# policy: off
 # class: forgeries
 # why: a wrong backward (the sign); the answer cell starts a thread that watches the child's results
 #      descriptor (fd 3, opened read-write) while the test cells are observed, and right after each observation

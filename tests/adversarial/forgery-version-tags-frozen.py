@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 15
+# policy: off
 # class: forgeries
 # why: a wrong backward (the sign), and the guard's view of which dicts were written frozen without touching memory:
 #      the guard reads CPython's per-dict version tags through ctypes' c_uint64, and a class attribute (no ctypes call,

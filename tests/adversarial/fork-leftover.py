@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=6 exp=6 sinh=6 cube=6
 # bound: 15
+# policy: off
 # after: no-leftover-processes advleftover9q
 # why: a right answer that leaves processes running: a shell loop in its own session ignoring SIGTERM, a
 #      double-forked daemon, a plain fork; no process of it may survive grading

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
+# policy: off
 # why: a wrong backward, and grader.child's observe_call / resolve (the functions the sandboxed child calls
 #      for each check) replaced so that another (right) Function is observed under the name Square
 import grader.child

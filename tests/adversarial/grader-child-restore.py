@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
+# policy: off
 # why: a wrong backward; grader.child.restore (which puts back what the notebook patched) made a no-op, then
 #      grader.observe.observe patched to observe another (right) Function
 import grader.child

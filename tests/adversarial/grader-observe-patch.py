@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
+# policy: off
 # why: a wrong backward, and the grader's observers (grader.observe.*), judges (grader.checks.judge,
 #      grader.basics.judge) and wire encoder replaced, in place and by changing their code, so that they
 #      observe another (right) Function or declare success

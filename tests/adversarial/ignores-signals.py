@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=6 exp=6 sinh=0 cube=0
 # bound: 35
+# policy: off
 # why: a loop that ignores SIGINT, SIGTERM, SIGHUP, SIGALRM and catches every exception: still stopped in time
 import signal
 import time

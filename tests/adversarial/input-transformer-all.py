@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=6 exp=6 sinh=6 cube=2
 # bound: 10
+# policy: off
 # why: a wrong backward (CubeBackward's sign) with IPython told to turn every later cell into `pass`, so that
 #      (in a stock kernel) the test cells would run nothing and raise nothing
 class Cube(torch.autograd.Function):

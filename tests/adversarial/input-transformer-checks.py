@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
+# policy: off
 # why: a wrong backward, and IPython told to turn only cells that call the checks into `pass` (so the
 #      student's later answers still run)
 class Square(torch.autograd.Function):

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
+# policy: off
 # why: a wrong backward, and the shell's run_cell / run_code replaced: cells that call the checks run nothing
 class Square(torch.autograd.Function):
     @staticmethod

@@ -3,6 +3,7 @@
 # others: solution
 # expect: softplus=6 sortvalues=4 hvp=2 penalty=3
 # bound: 20
+# policy: off
 # class: forgeries4
 # why: hvp_forward computes H v by double backward (right values; forward-over-reverse must fail: 2 of 4), and
 #      adds a record "called under a jvp transform, with a tangent" to the list the probe function keeps its

@@ -3,6 +3,7 @@
 # others: solution
 # expect: softplus=6 sortvalues=4 hvp=2 penalty=3
 # bound: 20
+# policy: off
 # class: forgeries4
 # why: hvp returns the gradient (wrong: double backward must fail, 2 of 4) inside a tensor subclass that keeps the
 #      right H v aside and answers every torch function (detach, clone, to, allclose, eq, tolist ...) with it,

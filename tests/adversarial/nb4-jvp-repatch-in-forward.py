@@ -3,6 +3,7 @@
 # others: solution
 # expect: softplus=5 sortvalues=4 hvp=4 penalty=3
 # bound: 20
+# policy: off
 # class: forgeries4
 # why: a jvp that ignores the tangent, and a forward that, each time it runs, installs a torch.func.jvp and a
 #      forward_ad.unpack_dual that hand back softplus's true tangent sigmoid(x) * t (the first argument is the

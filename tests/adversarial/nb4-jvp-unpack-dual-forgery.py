@@ -3,6 +3,7 @@
 # others: solution
 # expect: softplus=5 sortvalues=4 hvp=4 penalty=3
 # bound: 20
+# policy: off
 # class: forgeries4
 # why: a jvp that ignores the tangent (forward mode must fail: 5 of 6) but keeps the right tangent aside, and
 #      torch._functorch.predispatch._unpack_dual, which forward_ad.unpack_dual calls for every tangent read (by

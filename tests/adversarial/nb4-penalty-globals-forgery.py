@@ -3,6 +3,7 @@
 # others: solution
 # expect: softplus=6 sortvalues=4 hvp=4 penalty=1
 # bound: 20
+# policy: off
 # class: forgeries4
 # why: gradient_penalty whose gradient with respect to w is wrong (one factor of the square is a constant: the
 #      value is right, the gradient half of it; 1 of 3) replaces, in the globals of the module that built the

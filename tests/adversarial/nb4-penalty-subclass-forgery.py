@@ -3,6 +3,7 @@
 # others: solution
 # expect: softplus=6 sortvalues=4 hvp=4 penalty=1
 # bound: 20
+# policy: off
 # class: forgeries4
 # why: gradient_penalty without create_graph (right value; its gradient check must fail: 1 of 3) returns the
 #      penalty as a tensor subclass whose __torch_function__ answers torch.autograd.grad (which the observer

@@ -3,6 +3,7 @@
 # others: solution
 # expect: softplus=6 sortvalues=4 hvp=0 penalty=1
 # bound: 20
+# policy: off
 # class: forgeries4
 # why: hvp and hvp_forward return the gradient, not H v (0 of 4); gradient_penalty has no create_graph (its value
 #      is right, its gradient check must fail: 1 of 3). At cell level, the notebook puts into grader.basics.CHECKS

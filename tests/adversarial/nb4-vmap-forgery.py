@@ -3,6 +3,7 @@
 # others: solution
 # expect: softplus=5 sortvalues=4 hvp=4 penalty=3
 # bound: 20
+# policy: off
 # class: forgeries4
 # why: no vmap rule (the vmap check must fail: 5 of 6), and torch._functorch.apis.vmap_impl, which torch.func.vmap
 #      calls, replaced at cell level by a loop over the samples (that needs no vmap rule, and gives the right

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=6 exp=6 sinh=6 cube=6
 # bound: 20
+# policy: off
 # why: a right answer that floods stdout and stderr (hundreds of MB) and fills its scratch with a big file:
 #      bounded, and it costs no points
 import os

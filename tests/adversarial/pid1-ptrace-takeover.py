@@ -4,6 +4,7 @@
 # expect: vjp=3 accumulate=4 secondderiv=3 linear=0 square=2 exp=6 sinh=6 cube=0 softplus=6 sortvalues=4 hvp=4 penalty=3
 # flagged: linear cube
 # bound: 30
+# policy: off
 # class: pid1-ptrace
 # why: a wrong backward (the sign); the last answer cell compiles a ptrace injector with the sandbox's gcc and
 #      makes bubblewrap's init (pid 1, same uid, dumpable, never killed by the worker's cleanup) execve a

@@ -4,6 +4,7 @@
 # expect: square=2 exp=6 sinh=6 cube=0
 # flagged: cube
 # bound: 15
+# policy: off
 # class: pid1-stdout
 # why: a wrong backward (the sign); in the last answer cell, the task (its id and plan) is read from the
 #      worker's frame (grader.worker._run_child), every test cell is observed by the notebook itself (Square

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 20
+# policy: off
 # class: pid1-ptrace
 # why: a wrong backward (the sign), graded after pid1-ptrace-takeover; if it lands on the worker whose pid 1 was
 #      taken over, it finds there the tasks of the students graded in between (their code) and runs the Square

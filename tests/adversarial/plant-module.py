@@ -3,6 +3,7 @@
 # others: solution
 # expect: vjp=3 accumulate=4 secondderiv=3 linear=6 square=6 exp=6 sinh=6 cube=6 softplus=6 sortvalues=4 hvp=4 penalty=3
 # bound: 30
+# policy: off
 # why: right answers (the instructor's, in place of the line `# <solution>`) that also plant a module named
 #      sqlite3 in every writable folder on sys.path (the worker's folder is sys.path[0]). IPython imports
 #      sqlite3 when a later notebook's shell starts, so the module would run inside other students' grading:

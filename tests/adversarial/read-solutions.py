@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 20
+# policy: off
 # why: looks everywhere it can (the repository, home folders, /tmp, its own folder) for the solutions
 #      notebooks, the hidden tests and the gradebook; had it found
 #      any, it would have copied the answer (a right Square). It must find nothing, so its own (wrong) Square

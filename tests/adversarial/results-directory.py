@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=0..6 exp=0..6 sinh=0..6 cube=0..6
 # bound: 10
+# policy: off
 # class: results-file
 # why: replaces its results file (results.jsonl, in its scratch) by a directory: the grader must still grade
 #      the notebook (and the class) without an error

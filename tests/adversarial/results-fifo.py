@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=0..6 exp=0..6 sinh=0..6 cube=0..6
 # bound: 15
+# policy: off
 # class: results-file
 # why: replaces its results file (results.jsonl, in its scratch) by a named pipe: the grader, reading it
 #      after the notebook ends, must not wait forever (nothing ever writes to the pipe); the class is graded

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
+# policy: off
 # why: a wrong backward; in the next answer cell, observations of another (right) Function are appended to the
 #      child's results file (results.jsonl in the working directory) for square's test cells, after the real ones
 # %% cell: square

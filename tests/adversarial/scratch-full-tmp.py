@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=6 exp=6 sinh=6 cube=0..6
 # bound: 20
+# policy: off
 # class: scratch
 # why: right answers (the instructor's); the last answer cell fills the worker's private /tmp (512 MB) with files of
 #      60 MB (under the file-size limit) inside /tmp/full, then makes /tmp/full mode 000: the worker's cleanup

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=6 exp=6 sinh=6 cube=6
 # bound: 20
+# policy: off
 # class: scratch
 # why: right answers (the instructor's) that also leave a folder of mode 000 (with a file inside) in the
 #      notebook's own folder (/tmp/notebook, its working directory). The worker's cleanup (rmtree, errors ignored)

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
+# policy: off
 # why: a wrong backward, and every exception of later cells swallowed by a custom exception handler
 class Square(torch.autograd.Function):
     @staticmethod

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=0 exp=0 sinh=0 cube=0
 # bound: 15
+# policy: off
 # why: a wrong backward, and a sys.settrace hook that, when grader.observe.observe returns, replaces its list of
 #      observations (in place) by observations of another (right) Function. The trace hook is flagged: every
 #      check observed after it scores 0 (any of them could be forged), and the instructor sees the flag

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=6 exp=6 sinh=6 cube=6
 # bound: 10
+# policy: off
 # why: sys.exit() at the end of a right answer: as in Jupyter, the cell reports SystemExit and the notebook goes on
 import sys
 

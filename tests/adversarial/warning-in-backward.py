@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=6 exp=6 sinh=6 cube=6
 # bound: 10
+# policy: off
 # why: right answers whose forward and backward warn (warnings.warn, and torch's own UserWarning for
 #      torch.tensor(a_tensor)) and print to stderr: warnings and stderr cost no points
 # %% cell: square

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=6 exp=6 sinh=6 cube=6
 # bound: 20
+# policy: off
 # after: course-untouched advpwned7c1
 # why: a right answer that then tries to write the gradebook (any gradebook.db it finds: full marks for itself,
 #      zero for everyone else), other students' submitted/autograded/feedback files and grader_results, and

@@ -1,0 +1,361 @@
+"""The policy graded cells compile and run under (grader.policy): honest course code runs as it is; every road
+to the observer's machinery (frames, code objects, gc, sys, os, ctypes, the grader's modules, underscore internals,
+metaclasses, format-string attribute walks, torch's and numpy's escape hatches) is refused with its line.
+
+In-process and fast: each case compiles one cell with the policy and runs it in a namespace with the runtime
+installed, as ``grader.child`` does for a student's cell in the sandbox. The end-to-end attacks (through nbgrader)
+are students of tests/adversarial/ (``policy-*``)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader import policy
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cell(source: str, ns: dict | None = None) -> dict:
+    """Compile ``source`` under the policy and run it in ``ns`` (a notebook's namespace)."""
+    if ns is None:
+        ns = {"__name__": "__main__"}
+        policy.Runtime(ns).install()
+    tree = policy.transform(ast.parse(textwrap.dedent(source)))
+    exec(compile(tree, "<cell>", "exec"), ns)
+    return ns
+
+
+def refused(source: str, ns: dict | None = None) -> policy.PolicyError:
+    with pytest.raises(policy.PolicyError) as caught:
+        run_cell(source, ns)
+    return caught.value
+
+
+HONEST = {
+    "a Function with a helper, _ and f-strings": """
+        import torch
+
+        def _double(t):
+            return 2 * t
+
+        class Square(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, grad_out):
+                x, = ctx.saved_tensors
+                return _double(x) * grad_out
+
+        x = torch.randn(3, dtype=torch.double, requires_grad=True)
+        _ = torch.autograd.gradcheck(Square.apply, (x,))
+        assert torch.autograd.gradgradcheck(Square.apply, (x,))
+        print(f"{Square.__name__}: {_!r:>6}")
+    """,
+    "setup_context, jvp, vmap and torch.func": """
+        import torch
+        import torch.autograd.forward_ad as fwAD
+        from torch.func import grad, vmap, jacrev
+
+        class Softplus(torch.autograd.Function):
+            @staticmethod
+            def forward(x):
+                return torch.nn.functional.softplus(x)
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                x, = inputs
+                ctx.save_for_backward(x)
+                ctx.save_for_forward(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return g * torch.sigmoid(x)
+
+            @staticmethod
+            def jvp(ctx, t):
+                x, = ctx.saved_tensors
+                return t * torch.sigmoid(x)
+
+            generate_vmap_rule = True
+
+        x = torch.randn(4, dtype=torch.double)
+        assert torch.allclose(vmap(Softplus.apply)(x), torch.nn.functional.softplus(x))
+        assert torch.allclose(grad(lambda t: Softplus.apply(t).sum())(x), torch.sigmoid(x))
+        jacrev(Softplus.apply)(x)
+        with fwAD.dual_level():
+            y = Softplus.apply(fwAD.make_dual(x, torch.ones_like(x)))
+            assert torch.allclose(fwAD.unpack_dual(y).tangent, torch.sigmoid(x))
+    """,
+    "numpy inside backward, once_differentiable, in-place attribute updates": """
+        import numpy as np
+        import torch
+        from torch.autograd.function import once_differentiable
+
+        class Exp(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = torch.from_numpy(np.exp(x.detach().numpy()))
+                ctx.save_for_backward(y)
+                ctx.calls = 0
+                return y
+
+            @staticmethod
+            @once_differentiable
+            def backward(ctx, g):
+                y, = ctx.saved_tensors
+                ctx.calls += 1
+                return g * y
+
+        x = torch.randn(3, dtype=torch.double, requires_grad=True)
+        Exp.apply(x).sum().backward()
+        x.grad += 1
+        assert torch.allclose(x.grad, torch.exp(x) + 1)
+    """,
+    "nn.Module with super().__init__, a dataclass, NamedTuple, nonlocal and comprehensions": """
+        import torch
+        from dataclasses import dataclass
+        from typing import NamedTuple
+        import functools, itertools, math
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(3, 2)
+                self._cache = {}
+
+            def forward(self, x):
+                self._cache["last"] = x
+                return self.lin(x)
+
+        @dataclass
+        class Config:
+            lr: float = 0.1
+
+        class Pair(NamedTuple):
+            a: int
+            b: int
+
+        def counter():
+            n = 0
+            def bump():
+                nonlocal n
+                n += 1
+                return n
+            return bump
+
+        bump = counter(); bump()
+        assert bump() == 2
+        net = Net()
+        out = net(torch.randn(4, 3))
+        assert out.shape == (4, 2) and Config().lr == 0.1 and Pair(1, 2).b == 2
+        assert sum(x * y for x, y in itertools.product(range(2), repeat=2)) == 1
+        assert functools.reduce(lambda a, b: a * b, [1, 2, 3]) == 6 and math.isclose(math.pi, 3.14159, rel_tol=1e-4)
+        squares = {k: v for k, v in zip("ab", [1, 4])}
+        assert [*squares] == ["a", "b"] and type(net).__name__ == "Net"
+    """,
+    "plots, format strings, getattr with names, exceptions": """
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import torch
+
+        xs = torch.linspace(-3, 3, 50)
+        fig, ax = plt.subplots()
+        ax.plot(xs.numpy(), torch.tanh(xs).numpy(), label="tanh")
+        ax.legend()
+        plt.close(fig)
+        assert "{} + {x}".format(1, x=2) == "1 + 2" and "{0.real}".format(3) == "3"
+        assert getattr(xs, "shape") == (50,) and hasattr(xs, "grad") and not hasattr(xs, "nothing")
+        try:
+            torch.ones(2) @ torch.ones(3)
+        except RuntimeError as error:
+            message = str(error)
+        assert "size" in message, message
+        input = torch.ones(2)   # a variable named like a builtin
+        assert input.sum() == 2
+    """,
+    "a Function made by type() with three arguments": """
+        import torch
+        Exp = type("Exp", (torch.autograd.Function,), {
+            "forward": staticmethod(lambda x: torch.exp(x)),
+            "setup_context": staticmethod(lambda ctx, inputs, output: ctx.save_for_backward(output)),
+            "backward": staticmethod(lambda ctx, g: g * ctx.saved_tensors[0]),
+        })
+        x = torch.randn(3, dtype=torch.double, requires_grad=True)
+        assert torch.autograd.gradcheck(Exp.apply, (x,))
+    """,
+    "a pasted script": """
+        import torch
+
+        def main():
+            return torch.zeros(1)
+
+        if __name__ == "__main__":
+            main()
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(HONEST))
+def test_honest_course_code_runs_under_the_policy(name: str) -> None:
+    run_cell(HONEST[name])
+
+
+# (what the attack tries, the cell, a word the refusal must contain)
+ATTACKS = [
+    ("import sys for frames", "import sys\nf = sys._getframe(1)", "sys"),
+    ("import gc for a walk", "import gc\ngc.get_objects()", "gc"),
+    ("import os to exec", "import os\nos.execv('/bin/true', ['true'])", "os"),
+    ("resource limits", "import resource", "resource"),
+    ("ctypes", "import ctypes", "ctypes"),
+    ("the grader's own modules", "from grader import child", "grader"),
+    ("the grader's modules through a facade", "import grader.graphs\ngrader.graphs", "grader"),
+    ("a traceback's frames", "try:\n    1/0\nexcept Exception as e:\n    tb = e.__traceback__", "__traceback__"),
+    ("f_back", "def f(frame):\n    return frame.f_back", "f_back"),
+    ("a generator's frame", "g = (i for i in [1])\nframe = g.gi_frame", "gi_frame"),
+    ("a generator's frame by getattr", "g = (i for i in [1])\nframe = getattr(g, 'gi_' + 'frame')", "gi_frame"),
+    ("dunder by getattr with a computed name", "c = getattr(1, '_' * 2 + 'class__')", "__class__"),
+    ("dunder attributes", "subs = ().__class__.__base__.__subclasses__()", "__subclasses__"),
+    ("a function's globals", "def f(): pass\ng = f.__globals__", "__globals__"),
+    ("globals()", "ns = globals()", "globals"),
+    ("vars()", "ns = vars()", "vars"),
+    ("eval", "eval('1')", "eval"),
+    ("exec", "exec('x = 1')", "exec"),
+    ("compile a helper with a lying file name", "c = compile('1', '/usr/lib/python3.11/x.py', 'eval')", "compile"),
+    ("open /proc/self/mem", "f = open('/proc/self/mem', 'rb')", "open"),
+    ("builtins through a name built at run time", "b = getattr(print, '__self__')", "__self__"),
+    ("__import__", "m = __import__('os')", "__import__"),
+    ("a format string walking attributes", "s = '{0.__class__}'.format(1)", "__class__"),
+    ("str.format on the type", "s = str.format('{0.__class__.__mro__}', 1)", "__class__"),
+    ("format_map", "s = '{x.__class__}'.format_map({'x': 1})", "__class__"),
+    ("three-argument type() with a special method", "T = type('T', (object,), {'__torch_function__': 1})",
+     "__torch_function__"),
+    ("three-argument type() naming a guard", "T = type('T', (object,), {'_getattr_': 1})", "_getattr_"),
+    ("a metaclass keyword", "class M(type): pass\nclass A(metaclass=M): pass", "metaclass"),
+    ("a metaclass through type(type(...))", "import torch\nmeta = type(torch.Tensor)", "metaclass"),
+    ("__torch_function__ on a subclass", "import torch\nclass T(torch.Tensor):\n    def __torch_function__(cls, *a): pass",
+     "__torch_function__"),
+    ("__torch_dispatch__ assigned in a class body", "import torch\nclass T(torch.Tensor):\n    __torch_dispatch__ = None",
+     "__torch_dispatch__"),
+    ("setattr of a dunder on a class", "class A: pass\nsetattr(A, '__torch_function__', print)", "__torch_function__"),
+    ("rebinding the policy's guards", "_getattr_ = getattr", "_getattr_"),
+    ("torch.library", "import torch\nlib = torch.library", "torch.library"),
+    ("torch.ops", "import torch\nops = torch.ops", "torch.ops"),
+    ("torch.load (pickle)", "import torch\ntorch.load('x.pt')", "torch.load"),
+    ("torch.utils.cpp_extension", "import torch.utils.cpp_extension", "torch.utils"),
+    ("torch.jit", "import torch\ntorch.jit.script", "torch.jit"),
+    ("torch.hub", "from torch import hub", "hub"),
+    ("a module reached through torch", "import torch\nos = torch.os", "os"),
+    ("a module reached through pyplot", "import matplotlib.pyplot as plt\nsys = plt.sys", "sys"),
+    ("numpy's ctypes bridge", "import numpy as np\np = np.zeros(3).ctypes", "ctypes"),
+    ("numpy's stride tricks", "import numpy as np\nnp.lib.stride_tricks.as_strided", "numpy.lib"),
+    ("numpy's memory map of /proc/self/mem", "import numpy as np\nnp.memmap('/proc/self/mem')", "memmap"),
+    ("a tensor hook on the observer's tensors", "import torch\nx = torch.ones(1, requires_grad=True)\nx.register_hook(print)",
+     "register_hook"),
+    ("a hook on a graph node", "import torch\nx = torch.ones(1, requires_grad=True)\n(x * 2).grad_fn.register_prehook(print)",
+     "register_prehook"),
+    ("a global module hook", "import torch.nn.modules.module", "torch.nn.modules"),
+    ("a graph-wide hook", "import torch\nfrom torch.autograd.graph import register_multi_grad_hook", "register_multi_grad_hook"),
+    ("changing torch's functions", "import torch\ntorch.autograd.grad = print", "changing the module torch.autograd"),
+    ("changing torch's classes", "import torch\ntorch.Tensor.backward = print", "changing the class"),
+    ("changing a Function's internals", "import torch\nclass S(torch.autograd.Function): pass\nS._backward_cls.apply = print",
+     "_backward_cls"),
+    ("typing evaluating a string", "import typing\ntyping.get_type_hints", "get_type_hints"),
+    ("singledispatch evaluating annotations", "from functools import singledispatch", "singledispatch"),
+    ("make_dataclass with a namespace", "import dataclasses\ndataclasses.make_dataclass", "make_dataclass"),
+    ("IPython's shell", "get_ipython().user_ns", "get_ipython"),
+    ("an underscore attribute of torch", "import torch\nC = torch._C", "_C"),
+    ("the private data of a ctx-like torch object", "import torch\nx = torch.ones(1, requires_grad=True)\n"
+                                                    "y = (x * 2).grad_fn._saved_other", "_saved_other"),
+    ("a relative import", "from . import child", "relative"),
+    ("async code", "async def f():\n    pass", "AsyncFunctionDef"),
+    ("except* (ExceptionGroup tricks)", "try:\n    pass\nexcept* ValueError:\n    pass", "TryStar"),
+]
+
+
+@pytest.mark.parametrize("what,source,word", ATTACKS, ids=[a[0] for a in ATTACKS])
+def test_every_road_to_the_observer_is_refused_with_its_line(what: str, source: str, word: str) -> None:
+    error = refused(source)
+    text = " ".join(error._render_traceback_())
+    assert word in text, text
+    assert "line " in text, text  # the student sees which line was refused
+
+
+def test_a_refusal_at_compile_time_names_the_line_and_what_the_course_allows() -> None:
+    with pytest.raises(policy.PolicyError) as caught:
+        policy.transform(ast.parse("import torch\n\nx = 1\nimport gc\n"))
+    lines = caught.value._render_traceback_()
+    assert lines[0].startswith("PolicyError: line 4: import gc"), lines
+    assert "torch, numpy, math" in lines[1]
+
+
+def test_a_refusal_when_the_cell_runs_names_the_students_line() -> None:
+    error = refused("import torch\nx = 1\nname = 'o' + 's'\ny = getattr(torch, name)\n")
+    assert error._render_traceback_()[0].startswith("PolicyError: line 4:"), error._render_traceback_()
+
+
+def test_instructor_objects_in_the_namespace_stay_opaque() -> None:
+    """What the instructor's cells (run as they are) leave in the namespace: modules such as gc, the grader's
+    check modules and IPython's shell are there, but a graded cell can read nothing of them."""
+    import gc
+    import types
+
+    from grader import checks
+
+    ns = {"__name__": "__main__", "gc": gc, "checks": checks, "get_ipython": lambda: None,
+          "shell": types.SimpleNamespace(user_ns={})}
+    policy.Runtime(ns).install()
+    assert "get_ipython" not in ns
+    refused("gc.get_objects()", ns)
+    refused("checks.observe", ns)
+    run_cell("value = shell", ns)  # types.SimpleNamespace is a builtin kind: a plain record, readable
+    class Grader:  # noqa: D401 (an object of the grader's kind)
+        secret = 1
+    Grader.__module__ = "grader.child"
+    ns["obj"] = Grader()
+    refused("obj.secret", ns)
+
+
+def test_the_notebooks_and_catalogue_compile_under_the_policy() -> None:
+    """Every code cell of the released notebooks, every answer of examples/ and every honest corpus entry compiles:
+    none is refused before it runs (the grader's own test and set-up cells aside, which are the instructor's)."""
+    checked = 0
+    for path in sorted((ROOT / "notebooks").glob("*/*.ipynb")) + sorted((ROOT / "solutions").glob("*/*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            source = "".join(cell["source"])
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell["cell_type"] != "code" or meta.get("locked"):
+                continue
+            assert policy.check(source) == [], (path.name, meta.get("grade_id"), source[:200])
+            checked += 1
+    for path in sorted((ROOT / "examples").glob("*/*.py")):
+        assert policy.check(path.read_text().replace("# <solution>", "")) == [], path.name
+        checked += 1
+    assert checked > 150, checked  # the folders were found and read
+
+
+def test_the_guards_cost_little() -> None:
+    """An attribute read through the policy costs about a microsecond: a backward called thousands of times in a
+    second-order check stays fast."""
+    import time
+
+    ns = run_cell("""
+        import torch
+        def f(n):
+            t = 0
+            for _ in range(n):
+                t += torch.float64.itemsize
+            return t
+    """)
+    start = time.process_time()
+    ns["f"](100_000)
+    assert time.process_time() - start < 0.5
