@@ -186,6 +186,9 @@ def _student_facing(check: _F) -> _F:
 
     @functools.wraps(check)
     def wrapper(*args: Any, **kwargs: Any) -> None:
+        from . import policy
+
+        policy.refuse_in_self_check(*(a for a in (*args, *kwargs.values()) if callable(a)))
         try:
             check(*args, **kwargs)
         except CheckFailed as failure:

@@ -709,6 +709,49 @@ def _safe_format(obj: Any, name: str, runtime: Runtime) -> Any:
         (lambda mapping: formatter.vformat(obj, (), mapping))
 
 
+# ---------------------------------------------------------------------------------------------- self-checks
+
+def _cell_files(obj: Any) -> list[str]:
+    """The notebook cells (IPython's file names) that defined ``obj``: a function, a bound method, or a class's
+    methods (``Square.apply`` is bound to the class ``Square``)."""
+    seen: list[str] = []
+    owner = getattr(obj, "__self__", None)
+    targets = [obj, owner] if owner is not None else [obj]
+    for target in targets:
+        functions = []
+        if isinstance(target, type):
+            for value in vars(target).values():
+                value = getattr(value, "__func__", value)
+                functions.append(value)
+        else:
+            functions.append(getattr(target, "__wrapped__", target))
+        for fn in functions:
+            code = getattr(fn, "__code__", None)
+            name = getattr(code, "co_filename", "")
+            if isinstance(name, str) and ("ipykernel_" in name or name.startswith("<ipython-input-")) \
+                    and name not in seen:
+                seen.append(name)
+    return seen
+
+
+def refuse_in_self_check(*objects: Any) -> None:
+    """In a notebook the student runs (a self-check), the cells that defined the objects under test are checked
+    against the policy autograding will apply, so that a refused construct is reported now, with its line, rather
+    than as lost points later. (What is refused only when code runs, a name built at run time, shows in autograding.)
+    Raises PolicyError naming the first refused line."""
+    import linecache
+
+    for obj in objects:
+        for filename in _cell_files(obj):
+            source = "".join(linecache.getlines(filename))
+            found = check(source)
+            if found:
+                line, message = found[0]
+                name = getattr(obj, "__qualname__", None) or getattr(getattr(obj, "__self__", None), "__qualname__", "it")
+                raise PolicyError(f"{message} (in the cell that defines {name}; autograding runs the cells you wrote "
+                                  "under the course's policy)", line)
+
+
 # ---------------------------------------------------------------------------------------------- IPython
 
 class PolicyTransformer(ast.NodeTransformer):

@@ -303,3 +303,27 @@ def test_nbgrader_validate_prints_the_whole_diagnosis(tmp_path):
     assert words("AssertionError: " + failure.finding.render()) in words(out), out[:6000]
     assert "grader/" not in out and "checks.py" not in out, out[:6000]
     assert not [line for line in out.splitlines() if line.endswith("...")]  # nbgrader's mark of a cut line
+
+
+@pytest.mark.slow
+def test_in_a_kernel_a_self_check_reports_what_autograding_would_refuse_with_its_line(tmp_path):
+    """A construct the course's policy refuses (grader.policy) is reported by the self-check, naming the line of
+    the answer cell and what the course allows, instead of a full-marks self-check and a zero in autograding."""
+    from nbclient import NotebookClient
+
+    answer = ("import gc  # line 1: refused\n\n" + WRONG_SIGN.replace("-grad_out", "grad_out"))
+    nb = notebook(
+        "import torch",
+        answer,
+        'from grader import checks\nchecks.first_derivatives("square", Square.apply, shapes=[(3, 3)])',
+        "def vector_jacobian_product(f, x, v):\n    y = f(x)\n    return y.__class__",
+        "from grader import basics\n\nbasics.check_vjp(vector_jacobian_product)",
+    )
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    for k, line, what in ((2, 1, "import gc"), (4, 3, ".__class__")):
+        errors = [o for o in nb.cells[k].outputs if o.output_type == "error"]
+        assert len(errors) == 1, nb.cells[k].outputs
+        text = "\n".join(plain(errors[0].traceback))
+        assert text.startswith(f"PolicyError: line {line}: "), text
+        assert what in text and "graded cells may use torch, numpy, math" in text, text
