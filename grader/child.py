@@ -702,14 +702,12 @@ def run(plan: list[dict[str, Any]], address: str) -> None:
             saved_streams = sys.stdout, sys.stderr
             sys.stdout, sys.stderr = outputs.stdout, outputs.stderr
             restricted = item.get("restricted", True)  # only the instructor's own cells run as they are
-            if restricted:
-                transformers.append(graded_policy)
+            transformers[:] = [graded_policy] if restricted else []
             try:
                 result = shell.run_cell(item["source"], store_history=False)
             finally:
                 sys.stdout, sys.stderr = saved_streams
-                if restricted:
-                    transformers.remove(graded_policy)
+                transformers[:] = []
             error = result.error_before_exec or result.error_in_exec
             report({"event": "done", "index": item["index"], "outputs": outputs.cell,
                     **(_cell_error(error, item["source"]) if error else {"error": ""})})

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import functools
 import operator
 import re
@@ -756,18 +757,32 @@ def refuse_in_self_check(*objects: Any) -> None:
 
 class PolicyTransformer(ast.NodeTransformer):
     """Installed in a shell's ``ast_transformers`` while a graded cell compiles: the cell's tree goes through the
-    course's policy; a refusal rejects the cell (IPython's ``InputRejected``) with its line."""
+    course's policy; a refusal rejects the cell (IPython's ``InputRejected``) with its line.
+
+    It fails closed: IPython unregisters a transformer that raises anything but ``InputRejected`` and then runs the
+    cell (and every later one) as it is, so any error here, the policy's own bugs included, rejects the cell."""
 
     def visit(self, node: Any) -> Any:
+        from IPython.core.error import InputRejected
+
         try:
-            return transform(node)
+            return transform(copy.deepcopy(node))  # never a half-transformed tree left behind
         except PolicyError as error:
-            from IPython.core.error import InputRejected
+            raise _rejected(InputRejected, error) from None
+        except Exception as error:  # noqa: BLE001 (fail closed, whatever went wrong)
+            refusal = PolicyError(f"the grader could not check this cell ({type(error).__name__}: {error}); "
+                                  "nothing of it ran")
+            raise _rejected(InputRejected, refusal) from None
 
-            class PolicyError(InputRejected):  # noqa: N818 (an InputRejected IPython shows as the policy's message)
-                lineno = error.lineno
 
-                def _render_traceback_(self) -> list[str]:
-                    return error._render_traceback_()
+def _rejected(base: type, error: PolicyError) -> BaseException:
+    """An InputRejected that IPython shows as the policy's message, with the refused line."""
 
-            raise PolicyError(f"line {error.lineno}: {error}" if error.lineno else str(error)) from None
+    class PolicyRefusal(base):  # type: ignore[misc,valid-type]
+        lineno = error.lineno
+
+        def _render_traceback_(self) -> list[str]:
+            return error._render_traceback_()
+
+    PolicyRefusal.__name__ = PolicyRefusal.__qualname__ = "PolicyError"
+    return PolicyRefusal(f"line {error.lineno}: {error}" if error.lineno else str(error))

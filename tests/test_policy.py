@@ -359,3 +359,45 @@ def test_the_guards_cost_little() -> None:
     start = time.process_time()
     ns["f"](100_000)
     assert time.process_time() - start < 0.5
+
+
+def _shell_with_policy():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.user_ns.clear()
+    shell.init_user_ns()
+    policy.Runtime(shell.user_ns).install()
+    shell.ast_transformers[:] = [policy.PolicyTransformer()]
+    return shell
+
+
+def test_in_ipython_a_refused_cell_runs_no_line_of_it() -> None:
+    shell = _shell_with_policy()
+    try:
+        result = shell.run_cell("ran = True\nimport os, sys\n", store_history=False)
+        assert result.error_before_exec is not None and "ran" not in shell.user_ns
+        assert result.error_before_exec.lineno == 2 and type(result.error_before_exec).__name__ == "PolicyError"
+        assert shell.ast_transformers, "IPython unregistered the policy"
+        assert shell.run_cell("import torch\nok = torch.ones(1).sum().item()", store_history=False).success
+        assert shell.user_ns["ok"] == 1.0
+    finally:
+        shell.ast_transformers[:] = []
+
+
+def test_the_policy_fails_closed_when_it_breaks(monkeypatch) -> None:
+    """IPython unregisters a transformer that raises anything but InputRejected and runs the cell (and the rest of
+    the notebook) as it is: a bug of the policy's must reject the cell instead."""
+    shell = _shell_with_policy()
+
+    def broken(tree):
+        raise ValueError("a bug of the policy's")
+
+    monkeypatch.setattr(policy, "transform", broken)
+    try:
+        result = shell.run_cell("ran = True", store_history=False)
+        assert "ran" not in shell.user_ns
+        assert "could not check this cell" in str(result.error_before_exec)
+        assert shell.ast_transformers, "IPython unregistered the policy"
+    finally:
+        shell.ast_transformers[:] = []
