@@ -21,6 +21,12 @@ import os  # noqa: E402
 
 if os.environ.get("GRADER_DB_URL", "").strip():
     c.CourseDirectory.db_url = os.environ["GRADER_DB_URL"].strip()
+# What nbgrader logs about a submission (student ids, notebook and cell names: its log records' arguments) reaches
+# the terminal and the logs with control characters and ANSI escapes written out (\x1b, \n), and the gradebook's
+# password as *** (grader/untrusted.py). grader.course passes the gradebook here, never on a command line.
+from grader.untrusted import escape_log_arguments  # noqa: E402
+
+escape_log_arguments(secrets=[os.environ.get("GRADER_DB_URL", "").strip()])
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
 c.CourseDirectory.submitted_directory = "submitted"
@@ -84,3 +90,11 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 
+
+# No student markup is live in a page (grader/untrusted.py): markdown cells, and nbgrader's comments, rendered by
+# nbconvert then cleaned by nh3 (no script, no on* attribute, no javascript: URL; headings, tables, code, math,
+# links and images stay), in every HTMLExporter nbgrader builds: `nbgrader generate_feedback` and formgrader's
+# view of a submission (both use nbgrader's templates, which call this filter and not nbconvert's clean_html).
+# sanitize_html: nbconvert's own cleaning of HTML outputs and raw cells too, and no JavaScript outputs.
+c.HTMLExporter.filters = {"markdown2html": "grader.untrusted.SanitizedMarkdown"}
+c.HTMLExporter.sanitize_html = True

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .testcells import exercise_of
+from .untrusted import hide_password, printable, private_file, redact
 
 ASSIGNMENT = "autograd"
 REPO = Path(__file__).resolve().parent.parent
@@ -178,13 +179,13 @@ def render_scores(table: dict[str, dict[str, tuple[float, float]]]) -> str:
     exercises: list[str] = []
     for row in table.values():
         exercises += [e for e in row if e not in exercises]
-    header = ["student", *exercises, "total"]
+    header = ["student", *map(printable, exercises), "total"]
     rows = [header]
     for student in sorted(table):
         row = table[student]
         total = sum(s for s, _ in row.values())
         top = sum(m for _, m in row.values())
-        rows.append([student, *(f"{row[e][0]:g}/{row[e][1]:g}" if e in row else "-" for e in exercises),
+        rows.append([printable(student), *(f"{row[e][0]:g}/{row[e][1]:g}" if e in row else "-" for e in exercises),
                      f"{total:g}/{top:g}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]
@@ -199,10 +200,16 @@ def nbgrader_command(*args: str) -> list[str]:
     return [str(Path(sys.executable).with_name("nbgrader")), *args]
 
 
-def nbgrader_env() -> dict[str, str]:
-    """The environment for nbgrader: its own bin/ on PATH (it runs `alembic` when it creates a gradebook)."""
+def nbgrader_env(db_url: str = "") -> dict[str, str]:
+    """The environment for nbgrader: its own bin/ on PATH (it runs `alembic` when it creates a gradebook), and
+    the gradebook ``db_url`` when given, as GRADER_DB_URL (nbgrader_config.py reads it): a database URL may hold
+    a password, and a command line is readable by every user of the machine (ps, /proc/<pid>/cmdline), the
+    environment only by the process's owner."""
     bin_dir = str(Path(sys.executable).parent)
-    return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    if db_url:
+        env["GRADER_DB_URL"] = db_url
+    return env
 
 
 class Progress:
@@ -267,16 +274,21 @@ class Nbgrader:
 
     def __init__(self, root: Path, log: Path | None = None, db_url: str = "") -> None:
         self.root = root
-        self.db_url = db_url  # passed to every command when set (else nbgrader's configuration decides)
+        self.db_url = db_url  # given to every command when set, in its environment (else nbgrader's configuration decides)
         self.log = log or root / LOG_NAME
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        self.log.write_text("", encoding="utf-8")
+        with private_file(self.log):  # (0600: what nbgrader and the gradebook's driver say is for the instructor)
+            pass
         self.problems: list[str] = []
+
+    def shown(self, text: str) -> str:
+        """A line of nbgrader's output as the terminal and the log get it: control characters and ANSI escapes
+        written out, the gradebook's password hidden."""
+        return printable(redact(text, self.db_url, os.environ.get("GRADER_DB_URL", "").strip()))
 
     def run(self, args: list[str], total: int = 0) -> tuple[int, int, float]:
         """(exit status, notebooks graded, seconds); with ``total``, a progress bar over that many notebooks."""
-        command = nbgrader_command(*args, f"--CourseDirectory.root={self.root}",
-                                   *([f"--CourseDirectory.db_url={self.db_url}"] if self.db_url else []))
+        command = nbgrader_command(*args, f"--CourseDirectory.root={self.root}")  # (the gradebook: nbgrader_env)
         job = Job("", command, self.log)
         graded, seconds = self.run_jobs([job], total, append=True)
         return job.returncode, graded, seconds
@@ -305,11 +317,11 @@ class Nbgrader:
 
     def _follow(self, job: Job, progress: "Progress", lock: threading.Lock, append: bool, started: float) -> None:
         prefix = f"{job.label}: " if job.label else ""
-        with open(job.log, "a" if append else "w", encoding="utf-8") as log:
-            log.write("$ " + " ".join(job.command) + "\n")
+        with private_file(job.log, "a" if append else "w") as log:
+            log.write("$ " + self.shown(" ".join(job.command)) + "\n")
             log.flush()
             try:
-                process = subprocess.Popen(job.command, cwd=REPO, env=nbgrader_env(), stdin=subprocess.DEVNULL,
+                process = subprocess.Popen(job.command, cwd=REPO, env=nbgrader_env(self.db_url), stdin=subprocess.DEVNULL,
                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                            errors="replace", bufsize=1)
             except OSError as exc:
@@ -317,8 +329,8 @@ class Nbgrader:
                 return
             assert process.stdout is not None
             for line in process.stdout:
-                log.write(line)
-                line = line.rstrip("\n")
+                line = self.shown(line.rstrip("\n"))
+                log.write(line + "\n")
                 job.last = line.strip() or job.last
                 kind, text = self._classify(line)
                 if not kind:
@@ -374,8 +386,8 @@ def gradebook_url(root: Path) -> str:
 
 
 def shown_url(db_url: str) -> str:
-    """The URL without its password, to print."""
-    return re.sub(r"(://[^:/@?]*:)[^@/?]*@", r"\1***@", db_url)
+    """The URL without its password, to print (SQLAlchemy's own rendering, hide_password=True)."""
+    return printable(hide_password(db_url))
 
 
 def is_sqlite(db_url: str) -> bool:
@@ -411,14 +423,14 @@ def gradebook_notebooks(db_url: str, assignment: str = ASSIGNMENT) -> list[str]:
     try:
         engine = sqlalchemy.create_engine(db_url)
     except Exception as exc:  # an unknown driver or a malformed URL
-        raise GradebookUnreachable(f"{type(exc).__name__}: {exc}") from None
+        raise GradebookUnreachable(redact(f"{type(exc).__name__}: {exc}", db_url)) from None
     try:
         with engine.connect() as db:
             if not sqlalchemy.inspect(db).has_table("notebook"):
                 return []
             return [row[0] for row in db.execute(sqlalchemy.text(query), {"name": assignment})]
     except SQLAlchemyError as exc:
-        raise GradebookUnreachable(" ".join(str(getattr(exc, "orig", None) or exc).split())) from None
+        raise GradebookUnreachable(redact(" ".join(str(getattr(exc, "orig", None) or exc).split()), db_url)) from None
     finally:
         engine.dispose()
 
@@ -506,6 +518,12 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, job
         say(f"Nothing to grade: no notebooks in {root / 'submitted'}/<student>/{assignment}/ "
             "(nbgrader collect puts them there, or copy them in).")
         return 0
+    broken = [student for student in handed_in if "\n" in student or "\r" in student]
+    if broken:  # nbgrader matches submitted/<student>/ with a regex whose .* stops at a line break: it would stop
+        # the whole class with "Could not match" after its start-up
+        raise SystemExit(f"nbgrader cannot grade a student id holding a line break: {root / 'submitted'}/"
+                         f"{printable(broken[0])}/ (shown escaped){f' and {len(broken) - 1} more' if len(broken) > 1 else ''}"
+                         "; rename that folder to the student's id, then run autograde again (nothing was graded)")
     if jobs > 1 and is_sqlite(db_url):
         raise SystemExit(REFUSE_SQLITE.format(jobs=jobs, url=shown_url(db_url)))
     runner = Nbgrader(root, db_url=db_url)
@@ -514,8 +532,8 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, job
     skipped = []
     for student, files in handed_in.items():
         if not any(f.name in known for f in files):
-            found = ", ".join(f.name for f in files) or "no .ipynb file"
-            say(f"    warning: {student} not graded: submitted/{student}/{assignment}/ holds no notebook of "
+            found = ", ".join(printable(f.name) for f in files) or "no .ipynb file"
+            say(f"    warning: {printable(student)} not graded: submitted/{printable(student)}/{assignment}/ holds no notebook of "
                 f"{assignment} ({found}; expected {', '.join(sorted(known))})")
             skipped.append(student)
     counts = {student: sum(1 for f in files if f.name in known) for student, files in handed_in.items()
@@ -570,7 +588,7 @@ def _autograde_jobs(runner: Nbgrader, assignment: str, force: bool, groups: list
                     everyone: list[str], total: int, scratch: Path, workers: int = 0) -> tuple[int, float, list[Job]]:
     """Start one nbgrader process per group (``python -m grader.nbgrader_job``), wait for all; (notebooks graded,
     seconds, the jobs that failed)."""
-    root, db_url = runner.root, runner.db_url
+    root = runner.root
     on_cluster = bool(os.environ.get("GRADER_SCHEDULER", "").strip())  # a Dask cluster grades: no local pool
     if workers:
         shares = [workers] * len(groups)
@@ -582,8 +600,9 @@ def _autograde_jobs(runner: Nbgrader, assignment: str, force: bool, groups: list
     for number, (group, workers) in enumerate(zip(groups, shares), 1):
         members = set(group)
         exclude = scratch / f"exclude-{number}.txt"
-        exclude.write_text("\n".join(s for s in everyone if s not in members or s in skipped) + "\n", encoding="utf-8")
-        command = [sys.executable, "-m", "grader.nbgrader_job", "--root", str(root), "--db-url", db_url,
+        # (JSON: a student id may hold a newline)
+        exclude.write_text(json.dumps([s for s in everyone if s not in members or s in skipped]), encoding="utf-8")
+        command = [sys.executable, "-m", "grader.nbgrader_job", "--root", str(root),  # (the gradebook: nbgrader_env)
                    "--workers", str(workers), "--exclude", str(exclude),
                    *(["--no-early-pool"] if on_cluster else []),
                    "--scores", str(scratch / f"scores-{number}.json"),
@@ -595,7 +614,7 @@ def _autograde_jobs(runner: Nbgrader, assignment: str, force: bool, groups: list
     if len(jobs) > 1:
         for old in root.glob("nbgrader-job*.log"):
             old.unlink()
-        with open(runner.log, "a", encoding="utf-8") as log:
+        with private_file(runner.log, "a") as log:
             for job in jobs:
                 log.write(f"{job.label}: {len(job.students)} students ({_names(job.students)}); log: {job.log}\n")
     graded, seconds = runner.run_jobs(jobs, total, append=len(jobs) == 1)
@@ -603,7 +622,8 @@ def _autograde_jobs(runner: Nbgrader, assignment: str, force: bool, groups: list
 
 
 def _names(students: list[str], shown: int = 5) -> str:
-    return ", ".join(students[:shown]) + (f", ... ({len(students) - shown} more)" if len(students) > shown else "")
+    return ", ".join(map(printable, students[:shown])) + (f", ... ({len(students) - shown} more)"
+                                                          if len(students) > shown else "")
 
 
 def demo(workdir: Path) -> int:

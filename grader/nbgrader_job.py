@@ -1,8 +1,13 @@
 """One `nbgrader autograde` process of `make autograde`, started by ``grader.course`` (one, or ``JOBS`` of them
 over disjoint groups of students sharing one PostgreSQL gradebook).
 
-    python -m grader.nbgrader_job --root COURSE --db-url URL [--workers N] [--exclude FILE] [--scores FILE]
-                                  -- autograde ASSIGNMENT [nbgrader's options...]
+    GRADER_DB_URL=URL python -m grader.nbgrader_job --root COURSE [--workers N] [--exclude FILE] [--scores FILE]
+                                                -- autograde ASSIGNMENT [nbgrader's options...]
+
+The gradebook comes in the environment (GRADER_DB_URL, as for every nbgrader command of the course), never on
+the command line: a database URL may hold a password, and every user of the machine can read a process's
+command line. Every line this process logs has that password hidden, and the names nbgrader logs (student ids,
+notebooks, cells) have their control characters and ANSI escapes written out (``grader.untrusted``).
 
 It is nbgrader's own command (``nbgrader ...`` with the same arguments, configuration and log), with these
 costs taken off:
@@ -20,7 +25,7 @@ costs taken off:
 * with ``--scores FILE``, the scores of its students (all but the excluded ones) are read from the gradebook here,
   where nbgrader's API is already imported, and written to FILE as JSON: no other Python start for the table.
 
-``--exclude FILE`` names students (one per line) nbgrader leaves out (``CourseDirectory.student_id_exclude``,
+``--exclude FILE`` names students (a JSON list) nbgrader leaves out (``CourseDirectory.student_id_exclude``,
 passed as configuration: a class's list may be longer than one command-line argument can be).
 """
 
@@ -43,15 +48,19 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     cut = argv.index("--")
     parser = argparse.ArgumentParser(prog="python -m grader.nbgrader_job")
     parser.add_argument("--root", type=Path, required=True, help="the course folder")
-    parser.add_argument("--db-url", required=True, help="the gradebook (nbgrader's CourseDirectory.db_url)")
+    parser.add_argument("--db-url", default=os.environ.get("GRADER_DB_URL", "").strip(),
+                        help="the gradebook (nbgrader's CourseDirectory.db_url; default: GRADER_DB_URL, which keeps "
+                             "a password off the command line)")
     parser.add_argument("--workers", type=int, default=0,
                         help="sandboxed workers of this process (0: one per core); passed to TrustedExecute")
     parser.add_argument("--no-early-pool", action="store_true",
                         help="do not start a local pool early (grading elsewhere, e.g. on a Dask cluster)")
-    parser.add_argument("--exclude", type=Path, help="file of students to leave out, one per line")
+    parser.add_argument("--exclude", type=Path, help="file of students to leave out, a JSON list")
     parser.add_argument("--scores", type=Path, help="write {student: {exercise: [score, max]}} there, as JSON")
     args = parser.parse_args(argv[:cut])
-    nbgrader_args = [*argv[cut + 1:], f"--CourseDirectory.root={args.root}", f"--CourseDirectory.db_url={args.db_url}"]
+    if not args.db_url:
+        parser.error("no gradebook: set GRADER_DB_URL (e.g. sqlite:///<course>/gradebook.db)")
+    nbgrader_args = [*argv[cut + 1:], f"--CourseDirectory.root={args.root}"]  # (the gradebook: main, configuration)
     if args.workers:
         nbgrader_args.append(f"--TrustedExecute.workers={args.workers}")
     return args, nbgrader_args
@@ -64,6 +73,10 @@ def log(text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args, nbgrader_args = parse(list(sys.argv[1:] if argv is None else argv))
+    from .untrusted import escape_log_arguments, redact
+
+    os.environ["GRADER_DB_URL"] = args.db_url  # (what nbgrader_config.py gives nbgrader, and this process's logs hide)
+    escape_log_arguments(secrets=[args.db_url])
     if not args.no_early_pool:
         from . import pool, sandbox
 
@@ -76,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     config = Config()
     excluded: list[str] = []
     if args.exclude:
-        excluded = [line.strip() for line in args.exclude.read_text(encoding="utf-8").splitlines() if line.strip()]
+        excluded = [str(s) for s in json.loads(args.exclude.read_text(encoding="utf-8"))]
         config.CourseDirectory.student_id_exclude = ",".join(excluded)
+    config.CourseDirectory.db_url = args.db_url
     from nbgrader.apps.nbgraderapp import NbGraderApp
 
     from . import gradebook_engines, nbgrader_plugins, runner  # noqa: F401 (runner: torch and the judge, imported now)
@@ -112,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             table = gradebook_scores(args.db_url, _assignment(nbgrader_args), leave_out=set(excluded))
         except Exception as exc:  # the run's own errors are in the log; the table is not there
-            log(f"the scores could not be read from the gradebook: {type(exc).__name__}: {exc}")
+            log(redact(f"the scores could not be read from the gradebook: {type(exc).__name__}: {exc}", args.db_url))
         else:
             tmp = args.scores.with_name(args.scores.name + ".tmp")
             tmp.write_text(json.dumps(table), encoding="utf-8")

@@ -8,6 +8,10 @@ Reads nbgrader's gradebook (scores) and grader_results/ (the diagnoses and flags
 reports/class-report.html (plots embedded), reports/scores.csv (student × exercise),
 reports/diagnoses.csv (diagnosis × students) and reports/flags.csv (student, notebook, cell, what: the
 tampering attempts the grader saw, to review by hand).
+
+What students control (their ids, notebook and cell names, what their code attempted) is escaped in the page and
+written to the CSVs as text a spreadsheet will not run: a cell starting with =, +, -, @, a tab or a carriage
+return gets a leading ' (``grader.untrusted.csv_cell``, as OWASP recommends).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .untrusted import csv_cell
 
 Scores = dict[str, dict[str, tuple[float, float]]]  # student -> exercise -> (score, max)
 RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json: what
@@ -98,7 +103,7 @@ def write_flags_csv(flags: list[Flag], out: Path) -> Path:
         writer = csv.writer(f)
         writer.writerow(FLAG_COLUMNS)
         for flag in flags:
-            writer.writerow([flag.student, flag.notebook, flag.cell, flag.what])
+            writer.writerow([csv_cell(v) for v in (flag.student, flag.notebook, flag.cell, flag.what)])
     return path
 
 
@@ -132,17 +137,17 @@ def write_csvs(scores: Scores, diagnoses: list[Diagnosis], out: Path) -> tuple[P
     scores_csv, diagnoses_csv = out / "scores.csv", out / "diagnoses.csv"
     with open(scores_csv, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", *exercises, "total", "max"])
+        writer.writerow(["student", *map(csv_cell, exercises), "total", "max"])
         for student in sorted(scores):
             row = scores[student]
-            writer.writerow([student, *(f"{row[e][0]:g}" if e in row else "" for e in exercises),
+            writer.writerow([csv_cell(student), *(f"{row[e][0]:g}" if e in row else "" for e in exercises),
                              f"{sum(s for s, _ in row.values()):g}", f"{sum(m for _, m in row.values()):g}"])
     with open(diagnoses_csv, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["exercise", "mistake", "students", "diagnosis", "who", "checks"])
         for d in diagnoses:
-            writer.writerow([d.exercise, d.mistake, d.count, d.title, " ".join(sorted(d.students)),
-                             " ".join(sorted(d.checks))])
+            writer.writerow([csv_cell(d.exercise), csv_cell(d.mistake), d.count, csv_cell(d.title),
+                             csv_cell(" ".join(sorted(d.students))), csv_cell(" ".join(sorted(d.checks)))])
     return scores_csv, diagnoses_csv
 
 
