@@ -41,6 +41,7 @@ class Entry:
     style: str
     source: str  # where the code comes from (URL, or repo:path)
     notebook: str  # for "none": the notebook the cell is added to
+    grader_bug: str = ""  # `# grader-bug:` a right answer the grader refuses today (an expected failure, strict)
 
     @property
     def name(self) -> str:
@@ -59,7 +60,8 @@ def read_entry(path: Path) -> Entry:
         header.setdefault(match.group(1), match.group(2).strip())
     missing = {"exercise", "style", "source"} - set(header)
     assert not missing, f"{path.name}: the header needs '# exercise:', '# style:' and '# source:' lines (missing {missing})"
-    return Entry(path, header["exercise"], header["style"], header["source"], header.get("notebook", DEFAULT_NOTEBOOK))
+    return Entry(path, header["exercise"], header["style"], header["source"], header.get("notebook", DEFAULT_NOTEBOOK),
+                 header.get("grader-bug", ""))
 
 
 ENTRIES = [read_entry(p) for p in sorted(CORPUS.glob("*.py"))]
@@ -146,8 +148,15 @@ def test_the_corpus_is_there_and_covers_every_exercise():
     assert sum(e.exercise == "none" for e in ENTRIES) >= 5
 
 
-ANSWERS = [e for e in ENTRIES if e.exercise != "none"]
-PLAYGROUND = [e for e in ENTRIES if e.exercise == "none"]
+def _params(entries: list[Entry]) -> list:
+    """An entry with a `# grader-bug:` line is a right answer the grader refuses today: an expected failure that
+    turns into an error (strict) once the grader is fixed, so that its header line is removed then."""
+    return [pytest.param(e, id=e.name, marks=[pytest.mark.xfail(strict=True, reason=f"grader bug: {e.grader_bug}")]
+                         if e.grader_bug else []) for e in entries]
+
+
+ANSWERS = _params([e for e in ENTRIES if e.exercise != "none"])
+PLAYGROUND = _params([e for e in ENTRIES if e.exercise == "none"])
 
 
 def _verdicts(result: runner.NotebookResult, exercise: str | None = None) -> str:
@@ -155,7 +164,7 @@ def _verdicts(result: runner.NotebookResult, exercise: str | None = None) -> str
                      for c in result.cells if exercise is None or runner.exercise_of(c.grade_id) == exercise)
 
 
-@pytest.mark.parametrize("entry", ANSWERS, ids=[e.name for e in ANSWERS])
+@pytest.mark.parametrize("entry", ANSWERS)
 def test_an_honest_answer_gets_full_marks_and_is_never_flagged(graded, entry):
     result = graded[entry.name]
     mine = [c for c in result.cells if runner.exercise_of(c.grade_id) == entry.exercise]
@@ -169,7 +178,7 @@ def test_an_honest_answer_gets_full_marks_and_is_never_flagged(graded, entry):
     assert not result.restored, f"{entry.name}: the guard reports patches this answer never made: {result.restored}"
 
 
-@pytest.mark.parametrize("entry", PLAYGROUND, ids=[e.name for e in PLAYGROUND])
+@pytest.mark.parametrize("entry", PLAYGROUND)
 def test_honest_playground_code_runs_in_a_graded_notebook(graded, entry):
     result = graded[entry.name]
     key = outputs.source_key(entry.code())

@@ -1,5 +1,5 @@
 # exercise: linear
-# style: a 2017 gist of the docs' Linear (class named Linear, a print('hello') in backward, .squeeze(0) on the bias gradient); renamed LinearFunction and ctx.saved_variables (removed from PyTorch) read as ctx.saved_tensors
+# style: a 2017 gist of the docs' Linear (class named Linear, a print('hello') in backward); renamed LinearFunction, ctx.saved_variables (removed from PyTorch) read as ctx.saved_tensors, and the bias gradient's .squeeze(0) dropped (written for PyTorch 0.2, whose sum(0) kept the summed dimension; today it would squeeze a (1,) bias gradient to ())
 # source: https://gist.github.com/anonymous/866455c6bdb88403d23d8c862b3b9233
 import torch
 from torch.autograd import Variable, Function
@@ -26,7 +26,7 @@ class LinearFunction(Function):
         if ctx.needs_input_grad[1]:
             grad_weight = grad_output.t().mm(input)
         if bias is not None and ctx.needs_input_grad[2]:
-            grad_bias = grad_output.sum(0).squeeze(0)
+            grad_bias = grad_output.sum(0)
         return grad_input, grad_weight, grad_bias
 
 linear = LinearFunction.apply

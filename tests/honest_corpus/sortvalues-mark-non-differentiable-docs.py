@@ -9,9 +9,10 @@ class SortValues(Function):
     @staticmethod
     def forward(ctx, x):
         sorted, idx = x.sort()
-        ctx.mark_non_differentiable(idx)
+        idx_as_x = idx.to(x.dtype)
+        ctx.mark_non_differentiable(idx_as_x)
         ctx.save_for_backward(x, idx)
-        return sorted, idx.to(x.dtype)
+        return sorted, idx_as_x
 
     @staticmethod
     @once_differentiable
