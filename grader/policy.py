@@ -62,7 +62,7 @@ MODULE_REFUSED: dict[str, frozenset[str]] = {
                         "multiprocessing", "distributed", "utils", "overrides", "from_file", "backends", "cuda",
                         "mps", "xpu", "set_num_interop_threads", "onnx", "profiler", "serialization",
                         "UntypedStorage", "TypedStorage"}),
-    "torch.autograd": frozenset({"graph", "profiler"}),  # torch.autograd.graph is imported whole when needed
+    "torch.autograd": frozenset({"profiler"}),
     "torch.autograd.graph": frozenset({"register_multi_grad_hook", "allow_mutation_on_saved_tensors",
                                        "disable_saved_tensors_hooks"}),
     "numpy": frozenset({"ctypeslib", "lib", "memmap", "fromfile", "load", "save", "savez", "savez_compressed",
