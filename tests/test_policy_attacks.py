@@ -279,9 +279,7 @@ TRIED = [
     ("a traceback handed to the cell's own __exit__, read back",
      "class C:\n    def __enter__(self):\n        return self\n    def __exit__(self, a, b, tb):\n"
      "        self.tb = tb\n        return True\nwith C() as c:\n    1/0\nt = c.tb", "traceback"),
-    ("a frame copied by update_wrapper(assigned=) and read back",
-     "import functools\ng = (i for i in [1])\nclass W: pass\nw = W()\n"
-     "functools.update_wrapper(w, g, assigned=('gi_' + 'frame',), updated=())\nf = getattr(w, 'gi_' + 'frame')", "frame"),
+    ("typing's string evaluation imported by name", "from typing import get_type_hints", "get_type_hints"),
     ("numpy.testing.measure with import sys in the cell", "import numpy.testing as nt\nimport sys", "sys"),
     ("str.format through super() in a str subclass",
      "class S(str):\n    def f(self):\n        return super().format(1)\nS('{0.__class__}').f()", "__class__"),
