@@ -72,6 +72,8 @@ MODULE_REFUSED: dict[str, frozenset[str]] = {
     "functools": frozenset({"singledispatch", "singledispatchmethod"}),  # register() evals string annotations
     "dataclasses": frozenset({"make_dataclass"}),  # its namespace= would define any special method
     "weakref": frozenset({"finalize"}),
+    "copy": frozenset({"dispatch_table"}),  # copyreg's: a reducer's state makes copy setattr any name on any object
+    "numpy.testing": frozenset({"measure", "runstring", "rundocs", "decorate_methods"}),  # exec strings, setattr
     "grader.graphs": frozenset(),
 }
 MODULE_ALLOWED_ONLY: dict[str, frozenset[str]] = {"grader.graphs": frozenset({"draw", "show"})}
@@ -338,6 +340,10 @@ class CourseTransformer(RestrictingNodeTransformer):
             self.error(node, f'{fn.id}(..., "{node.args[1].value}") is not available in graded code (Python\'s internals)')
         return super().visit_Call(node)
 
+    def visit_keyword(self, node: ast.keyword) -> Any:
+        self.check_name(node, node.arg)  # f(__array_interface__=...) names an attribute as surely as x.__y__
+        return self.node_contents_visit(node)
+
     def visit_Import(self, node: ast.Import) -> Any:
         self.check_import_names(node)
         out = []
@@ -466,6 +472,11 @@ class Runtime:
         self.classes: weakref.WeakSet[type] = weakref.WeakSet()  # classes graded cells defined
         self.names: weakref.WeakKeyDictionary[type, frozenset[str]] = weakref.WeakKeyDictionary()  # their bodies' names
         self.type_ok: dict[type, bool] = {}
+        # id -> (object, its stand-in or None): what is refused by name is refused as an object wherever a cell
+        # finds it (a copied __dict__, a container), and library callables that read or write attributes named by
+        # their arguments are handed out guarded (see _special)
+        self.special: dict[int, tuple[Any, Any]] = {}
+        self.special_for: tuple[str, ...] = ()
 
     def install(self) -> None:
         ns = self.namespace
@@ -477,6 +488,25 @@ class Runtime:
             "_apply_": _apply, "_inplacevar_": _inplacevar, "_name_": self.name, "_import_": self.import_,
             "_import_from_": self.import_from, "__metaclass__": self.make_class,
         })
+        self._refresh_special()
+
+    def _refresh_special(self) -> None:
+        """(Re)compute ``special`` for the modules loaded now (called on install and on each import of a cell)."""
+        loaded = tuple(m for m in (*MODULE_REFUSED, "matplotlib.ticker") if m in sys.modules)
+        if loaded == self.special_for:
+            return
+        self.special_for = loaded
+        special: dict[int, tuple[Any, Any]] = {}
+        for module in loaded:
+            for name in MODULE_REFUSED.get(module, ()):
+                value = vars(sys.modules[module]).get(name)  # (no module __getattr__: nothing imported lazily)
+                if value is not None and not isinstance(value, (types.ModuleType, str, int, float, bool)):
+                    special[id(value)] = (value, None)
+        for original, stand_in in _stand_ins(self).items():
+            special[id(original)] = (original, stand_in)
+        self.special = special
+        if "matplotlib.ticker" in loaded:
+            _guard_tick_templates(sys.modules["matplotlib.ticker"])
 
     # -- what may be read
     def _own(self, obj: Any) -> bool:
@@ -491,14 +521,17 @@ class Runtime:
         its own classes (never an internal torch or Python put there: ``_backward_cls``, ``__dict__`` ...)."""
         if name.startswith("__") or name.endswith("_") or not self._own(obj):
             return False
+        cls = obj if isinstance(obj, type) else type(obj)
+        # the class where Python finds the name (a mixin's body naming it does not make torch.Tensor's value ours)
+        owner = next((c for c in cls.__mro__ if name in vars(c)), None)
         if not isinstance(obj, type):
             try:
-                if name in object.__getattribute__(obj, "__dict__"):
-                    return True
+                in_instance = name in object.__getattribute__(obj, "__dict__")
             except AttributeError:
-                pass
-        cls = obj if isinstance(obj, type) else type(obj)
-        return any(name in self.names.get(c, ()) for c in cls.__mro__)
+                in_instance = False
+            if in_instance and (owner is None or not _data_descriptor(vars(owner)[name])):
+                return True
+        return owner is not None and owner in self.classes and name in self.names.get(owner, ())
 
     def _type_allowed(self, t: type) -> bool:
         known = self.type_ok.get(t)
@@ -524,12 +557,17 @@ class Runtime:
             if name in MODULE_REFUSED.get(module, ()) or (module in MODULE_ALLOWED_ONLY
                                                           and name not in MODULE_ALLOWED_ONLY[module]):
                 raise _refused(f"{module}.{name}")
-        elif not self._type_allowed(type(obj)):
+        elif not self._type_allowed(obj if isinstance(obj, type) else type(obj)):  # a class: by itself, not `type`
             raise _refused(f"reading attributes of {_kind(obj)}")
         value = getattr(obj, name, *default)
         return self._hand_out(value, name)
 
     def _hand_out(self, value: Any, what: str) -> Any:
+        special = self.special.get(id(value))
+        if special is not None and special[0] is value:
+            if special[1] is None:
+                raise _refused(f'"{what}" ({getattr(value, "__module__", "?")}.{getattr(value, "__name__", what)})')
+            return special[1]
         if type(value) in _METHOD_TYPES:
             owner = getattr(value, "__self__", None)
             if value is str.format or value is str.format_map:  # they read attributes named in the template
@@ -618,6 +656,7 @@ class Runtime:
             if prefix not in MODULES and not (k < len(parts) and _allowed_below(prefix)):
                 raise _refused(f"import {name}")
         module = __import__(name)
+        self._refresh_special()
         if whole:
             return sys.modules[name]
         return module if parts[0] in MODULES else _refuse_module(parts[0])
@@ -626,6 +665,7 @@ class Runtime:
         if module not in MODULES:
             raise _refused(f"from {module} import ...")
         imported = __import__(module, fromlist=[name])
+        self._refresh_special()
         try:
             return self.getattr(imported, name)
         except AttributeError:
@@ -636,6 +676,14 @@ class Runtime:
         for key in namespace:
             if type(key) is not str or (key.startswith("_") and key.endswith("_") and key not in CLASS_NAMESPACE_DUNDERS):
                 raise _refused(f"a class defining {key}")
+        if "__annotations__" in namespace:  # the names of fields (dataclasses exec them, set them on instances)
+            annotations = namespace["__annotations__"]
+            if type(annotations) is not dict:
+                raise _refused(f"a class whose __annotations__ is {_kind(annotations)}")
+            for key in annotations:
+                if type(key) is not str or not key.isidentifier() or _private(key):
+                    raise _refused(f"a class annotating {key!r} (annotations name fields: plain names only)")
+            namespace["__annotations__"] = dict(annotations)
         for base in bases:
             if not isinstance(base, type):
                 raise _refused(f"a class based on {_kind(base)}")
@@ -674,7 +722,83 @@ def _kind(obj: Any) -> str:
 
 
 def _apply(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    for key in kwargs:  # f(**{"__array_interface__": ...}): the compile-time rule of keyword names, at run time
+        if _private(key):
+            raise _refused(f'the keyword argument "{key}"')
     return fn(*args, **kwargs)
+
+
+def _data_descriptor(value: Any) -> bool:
+    return hasattr(type(value), "__set__") or hasattr(type(value), "__delete__")
+
+
+def _stand_ins(runtime: Runtime) -> dict[Any, Any]:
+    """Library callables that read or write attributes named by their arguments, and their guarded versions."""
+    def update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = functools.WRAPPER_ASSIGNMENTS,
+                       updated: Any = functools.WRAPPER_UPDATES) -> Any:
+        _check_wrapper_names(assigned, updated)
+        if isinstance(wrapped, types.ModuleType) or isinstance(wrapper, types.ModuleType) or not runtime._type_allowed(
+                wrapped if isinstance(wrapped, type) else type(wrapped)):
+            raise _refused(f"update_wrapper from {_kind(wrapped)} to {_kind(wrapper)}")
+        own_function = isinstance(wrapper, types.FunctionType) and wrapper.__globals__ is runtime.namespace
+        if not (own_function or runtime._own(wrapper)):
+            raise _refused(f"update_wrapper of {_kind(wrapper)} (a function or object of the notebook's own only)")
+        for name in assigned:
+            try:
+                value = getattr(wrapped, name)
+            except AttributeError:
+                continue
+            setattr(wrapper, name, value)
+        for name in updated:  # "__dict__": the wrapped object's public attributes only
+            source = getattr(wrapped, name, {})
+            getattr(wrapper, name).update({k: v for k, v in source.items() if type(k) is str and not k.startswith("_")})
+        wrapper.__wrapped__ = wrapped
+        return wrapper
+
+    def wraps(wrapped: Any, assigned: Any = functools.WRAPPER_ASSIGNMENTS,
+              updated: Any = functools.WRAPPER_UPDATES) -> Any:
+        _check_wrapper_names(assigned, updated)
+        return functools.partial(update_wrapper, wrapped=wrapped, assigned=assigned, updated=updated)
+
+    functools.update_wrapper(update_wrapper, functools.update_wrapper)
+    functools.update_wrapper(wraps, functools.wraps)
+    return {functools.update_wrapper: update_wrapper, functools.wraps: wraps, types.SimpleNamespace: _SimpleNamespace}
+
+
+def _check_wrapper_names(assigned: Any, updated: Any) -> None:
+    if not (set(assigned) <= set(functools.WRAPPER_ASSIGNMENTS) and set(updated) <= set(functools.WRAPPER_UPDATES)):
+        raise _refused("update_wrapper/wraps with attribute names of its caller's choosing (functools' own only)")
+
+
+class _SimpleNamespace(types.SimpleNamespace):
+    """types.SimpleNamespace for graded cells: its keyword names become attributes, so they follow the rule of
+    names (numpy trusts an object's __array_interface__ as a raw address)."""
+
+    def __init__(self, /, **kwargs: Any) -> None:
+        for key in kwargs:
+            if type(key) is not str or _private(key):
+                raise _refused(f'a SimpleNamespace attribute "{key}"')
+        super().__init__(**kwargs)
+
+
+_SimpleNamespace.__module__ = "types"
+_SimpleNamespace.__name__ = _SimpleNamespace.__qualname__ = "SimpleNamespace"
+
+
+def _guard_tick_templates(ticker: Any) -> None:
+    """matplotlib formats tick labels with ``template.format(x=x, pos=pos)`` on a template a cell may give
+    (``set_major_formatter("{x.__class__}")``) and an ``x`` it may pass: here the fields may format x and pos,
+    never walk their attributes or items."""
+    cls = ticker.StrMethodFormatter
+    if getattr(cls.__call__, "_policy_guarded", False):
+        return
+    formatter = _PlainFieldFormatter()
+
+    def __call__(self: Any, x: Any, pos: Any = None) -> str:
+        return formatter.format(self.fmt, x=x, pos=pos)
+
+    __call__._policy_guarded = True  # type: ignore[attr-defined]
+    cls.__call__ = __call__
 
 
 _IOPERATORS = {text: getattr(operator, "i" + name) for name, text in (
@@ -686,6 +810,16 @@ assert set(_IOPERATORS) == set(IOPERATOR_TO_STR.values())
 
 def _inplacevar(op: str, target: Any, value: Any) -> Any:
     return _IOPERATORS[op](target, value)
+
+
+class _PlainFieldFormatter(string.Formatter):
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        import _string
+
+        first, rest = _string.formatter_field_name_split(field_name)
+        if any(True for _ in rest):
+            raise _refused(f'the template field "{{{field_name}}}" (attributes and items of a value)')
+        return self.get_value(first, args, kwargs), first
 
 
 class _SafeFormatter(string.Formatter):

@@ -1,0 +1,320 @@
+"""Red-team attacks on the policy graded cells run under (grader.policy), in-process with tests/test_policy.py's
+harness: each escape that got through is a test that the policy now refuses it; ``TRIED`` documents the ideas that
+were refused already (each still refused).
+
+What an escape reached is said in each test's docstring: unrestricted code (a string some allowed library executes
+with the real builtins), the notebook's and the grader's frames (and from them every local of the observer), raw
+memory, writes to torch's modules, or names the policy refuses (``torch.load``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from grader import policy
+from test_policy import refused, run_cell
+
+SINK = """
+import functools
+
+class Sink:
+    def __init__(self, k):
+        self.k = k
+    def update(self, value):   # update_wrapper calls it with whatever getattr returned: no guard sees it
+        self.k(value)
+
+class Holder:
+    pass
+
+def uget(obj, name, k):
+    holder = Holder()
+    setattr(holder, name, Sink(k))
+    functools.update_wrapper(holder, obj, assigned=(), updated=(name,))
+
+class Catch:
+    def __enter__(self):
+        return self
+    def __exit__(self, kind, error, tb):
+        uget(tb, "tb_frame", lambda f: uget(f, "f_back", lambda up: uget(up, "f_globals", found.append)))
+        return True
+
+found = []
+with Catch():
+    1 / 0
+"""
+
+
+def test_functools_update_wrapper_is_not_an_unrestricted_getattr() -> None:
+    """update_wrapper(assigned=, updated=) reads and writes attributes named by data: a traceback handed to a cell's
+    own __exit__ gave its frame, the frame above, and that frame's globals (in the child: IPython's and then
+    grader.child.run's frame with report, flag, guard ...)."""
+    refused(SINK)
+
+
+def test_functools_update_wrapper_is_not_an_unrestricted_setattr() -> None:
+    """update_wrapper wrote an attribute of a module of torch (the observer's torch.autograd.grad)."""
+    import torch
+
+    grad = torch.autograd.grad
+    try:
+        refused("""
+        import functools, torch
+        class Source:
+            pass
+        s = Source()
+        s.grad = print
+        functools.update_wrapper(torch.autograd, s, assigned=("grad",), updated=())
+    """)
+        assert torch.autograd.grad is grad
+    finally:
+        torch.autograd.grad = grad  # (on the code before the fix: the observer's torch left as it was)
+
+
+def test_functools_wraps_reached_through_contextlib_is_guarded_too() -> None:
+    refused("""
+        import contextlib
+        class Holder:
+            pass
+        contextlib.wraps(print, assigned=("__self__",), updated=())(Holder())
+    """)
+
+
+def test_update_wrapper_does_not_copy_a_module_s_refused_names() -> None:
+    """update_wrapper's default copies wrapped.__dict__: wrapping torch gave torch.load (pickle) as an attribute."""
+    refused("""
+        import functools, torch
+        class Holder:
+            pass
+        h = Holder()
+        functools.update_wrapper(h, torch)
+        load = h.load
+    """)
+
+
+def test_a_refused_name_stays_refused_as_an_object_wherever_it_is_found() -> None:
+    """A refused object (torch.load) reached without reading it from its module is refused all the same."""
+    import torch
+
+    ns = {"__name__": "__main__", "box": {"f": torch.load}}
+    policy.Runtime(ns).install()
+    refused("f = box['f']", ns)
+
+
+@pytest.mark.parametrize("call", ["measure('x = 1')", "runstring('x = 1', {})", "rundocs"])
+def test_numpy_testing_does_not_run_strings(call: str) -> None:
+    """numpy.testing (importable whole, though np.testing is refused) exec's a string with the real builtins:
+    nt.measure("result = __import__('sys')._getframe(0)") gave a frame."""
+    error = refused(f"import numpy.testing as nt\nnt.{call}")
+    assert "numpy.testing" in str(error)
+
+
+def test_a_dataclass_field_cannot_be_named_by_a_string_that_is_code() -> None:
+    """Field names from __annotations__ (a type() namespace) went into the source dataclasses exec's: the default
+    of a keyword-only parameter ran with the real builtins (sys._getframe, __import__ ...)."""
+    refused("""
+        import dataclasses
+        name = "x,*,y=__import__('os').getpid()"
+        C = type("C", (), {"__annotations__": {name: int}, name: dataclasses.field(init=False)})
+        dataclasses.dataclass(C, repr=False, eq=False)
+    """)
+
+
+def test_a_dataclass_field_cannot_have_a_dunder_name() -> None:
+    """A dataclass field __array_interface__ (set by the generated __init__) made numpy read raw memory at id()."""
+    refused("""
+        import dataclasses, numpy as np
+        C = dataclasses.dataclass(type("C", (), {"__annotations__": {"__array_interface__": dict}}))
+        b = bytearray(b"hello")
+        raw = np.asarray(C({"data": (id(b), False), "shape": (16,), "typestr": "|u1", "version": 3}))
+    """)
+
+
+def test_simple_namespace_cannot_carry_a_dunder_attribute() -> None:
+    """types.SimpleNamespace (type(time.get_clock_info(...))) with **{"__array_interface__": ...}: raw memory."""
+    refused("""
+        import time, numpy as np
+        SN = type(time.get_clock_info("time"))
+        b = bytearray(b"hello")
+        raw = np.asarray(SN(**{"__array_interface__": {"data": (id(b), False), "shape": (8,), "typestr": "|u1",
+                                                       "version": 3}}))
+    """)
+
+
+def test_simple_namespace_through_partial_keywords() -> None:
+    refused("""
+        import functools, time
+        p = functools.partial(type(time.get_clock_info("time")), a=1)
+        p.keywords["__array_interface__"] = 1
+        ns = p()
+    """)
+
+
+def test_a_keyword_argument_cannot_have_a_private_name() -> None:
+    refused("d = dict(__array_interface__=1)")
+
+
+def test_copy_dispatch_table_is_not_writable() -> None:
+    """copy.dispatch_table (copyreg's) let a reducer return any object and a state: copy's _reconstruct then set
+    attributes of torch's classes and modules (setattr with any name)."""
+    import copy
+
+    import torch
+
+    grad, table = torch.autograd.grad, dict(copy.dispatch_table)
+    try:
+        refused("""
+        import copy, torch
+        class M:
+            pass
+        copy.dispatch_table[M] = lambda m: (lambda: torch.autograd, (), {"grad": print})
+        copy.copy(M())
+    """)
+        assert torch.autograd.grad is grad
+    finally:
+        torch.autograd.grad = grad
+        copy.dispatch_table.clear()
+        copy.dispatch_table.update(table)
+
+
+def test_underscore_attributes_of_torch_classes_through_the_mro() -> None:
+    """A mixin of the cell's naming _make_subclass made torch.Tensor's own _make_subclass readable
+    (the name was looked up in the cell's class bodies, the value found first in torch.Tensor's)."""
+    error = refused("""
+        import torch
+        class Mixin:
+            _make_subclass = 0
+        class T(torch.Tensor, Mixin):
+            pass
+        f = T._make_subclass
+    """)
+    assert "_make_subclass" in str(error)
+
+
+def test_a_cells_own_underscore_attributes_stay_readable() -> None:
+    run_cell("""
+        import torch
+        class Mixin:
+            _scale = 2
+        class Net(torch.nn.Module, Mixin):
+            def __init__(self):
+                super().__init__()
+                self._cache = {}
+        n = Net()
+        assert n._scale == 2 and n._cache == {} and Net._scale == 2
+    """)
+
+
+def test_the_attributes_of_the_graders_classes_are_opaque() -> None:
+    """type(obj) of the grader's object is a class; its attributes were read as a `type` object's (builtins)."""
+    class Grader:
+        secret = 1
+    Grader.__module__ = "grader.child"
+    ns = {"__name__": "__main__", "obj": Grader()}
+    policy.Runtime(ns).install()
+    refused("s = type(obj).secret", ns)
+
+
+def test_matplotlib_tick_templates_do_not_walk_attributes() -> None:
+    """set_major_formatter("{x.__class__.__mro__}") made matplotlib call str.format with the template: an attribute
+    walk on any object the cell passes as x (read as text: frames' locals, functions' globals ...)."""
+    refused("""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots()
+        ax.xaxis.set_major_formatter("{x.__class__.__mro__}")
+        text = ax.xaxis.get_major_formatter()(1, 0)
+    """)
+
+
+HONEST_USES = {
+    "functools.wraps in a decorator": """
+        import functools
+        def logged(f):
+            @functools.wraps(f)
+            def wrapper(*args, **kwargs):
+                return f(*args, **kwargs)
+            return wrapper
+        @logged
+        def square(x):
+            "Square it."
+            return x * x
+        assert square(3) == 9 and square.__name__ == "square" and square.__doc__ == "Square it."
+    """,
+    "dataclasses with fields from a class statement and from type()": """
+        import dataclasses
+        @dataclasses.dataclass
+        class Point:
+            x: float = 0.0
+            y: float = 0.0
+        P = dataclasses.dataclass(type("P", (), {"__annotations__": {"x": int}}))
+        assert Point(1.0).x == 1.0 and P(3).x == 3 and dataclasses.asdict(Point()) == {"x": 0.0, "y": 0.0}
+    """,
+    "a tick template and SimpleNamespace": """
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import time
+        fig, ax = plt.subplots()
+        ax.xaxis.set_major_formatter("{x:.1f} ({pos})")
+        assert ax.xaxis.get_major_formatter()(1, 0) == "1.0 (0)"
+        plt.close(fig)
+        ns = type(time.get_clock_info("time"))(a=1, **{"b": 2})
+        assert ns.a + ns.b == 3
+    """,
+    "copy and deepcopy": """
+        import copy, torch
+        x = torch.ones(2)
+        assert torch.equal(copy.deepcopy(x), x) and copy.copy([1, 2]) == [1, 2]
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(HONEST_USES))
+def test_honest_uses_of_the_guarded_libraries_still_run(name: str) -> None:
+    run_cell(HONEST_USES[name])
+
+
+# Ideas tried that the policy refused already: (what was tried, the cell, a word the refusal contains).
+TRIED = [
+    ("a traceback handed to the cell's own __exit__, read back",
+     "class C:\n    def __enter__(self):\n        return self\n    def __exit__(self, a, b, tb):\n"
+     "        self.tb = tb\n        return True\nwith C() as c:\n    1/0\nt = c.tb", "traceback"),
+    ("typing's string evaluation imported by name", "from typing import get_type_hints", "get_type_hints"),
+    ("numpy.testing.measure with import sys in the cell", "import numpy.testing as nt\nimport sys", "sys"),
+    ("str.format through super() in a str subclass",
+     "class S(str):\n    def f(self):\n        return super().format(1)\nS('{0.__class__}').f()", "__class__"),
+    ("vars as a value, not a call", "v = vars", "vars"),
+    ("a Node hook through torch.autograd.graph.get_gradient_edge",
+     "import torch\nfrom torch.autograd.graph import get_gradient_edge\nx = torch.ones(1, requires_grad=True)\n"
+     "get_gradient_edge(x * 2).node.register_hook(print)", "register_hook"),
+    ("a hook on the next node of a graph",
+     "import torch\nx = torch.ones(1, requires_grad=True)\n(x * 2).grad_fn.next_functions[0][0].register_prehook(print)",
+     "register_prehook"),
+    ("numpy's __array_interface__ of an array", "import numpy as np\np = np.zeros(3).__array_interface__",
+     "__array_interface__"),
+    ("torch.Tensor._make_subclass directly", "import torch\nf = torch.Tensor._make_subclass", "_make_subclass"),
+    ("__torch_dispatch__ on a TorchDispatchMode reached through torch.autograd.graph",
+     "import torch.autograd.graph as g\nclass M(g.TorchDispatchMode):\n    def __torch_dispatch__(self, *a):\n        pass",
+     "__torch_dispatch__"),
+    ("a module reached through warnings", "import warnings\ns = warnings.sys", "sys"),
+    ("a star import of functools (singledispatch)", "from functools import *", "*"),
+    ("a generator's yieldfrom", "g = (i for i in [1])\ny = getattr(g, 'gi_' + 'yieldfrom')", "gi_yieldfrom"),
+    ("__traceback__ in a format template", "try:\n    1/0\nexcept Exception as e:\n    s = '{0.__traceback__}'.format(e)",
+     "__traceback__"),
+    ("a default argument capturing a guard", "f = lambda g=_getattr_: g", "_getattr_"),
+    ("mro() through super", "class A: pass\nm = super(A, A).mro", "mro"),
+    ("torch.load by a computed name", "import torch\nf = getattr(torch, 'lo' + 'ad')", "torch.load"),
+    ("numpy's stride tricks imported whole", "import numpy.lib.stride_tricks", "numpy.lib"),
+    ("untyped storage of a tensor", "import torch\ns = torch.ones(1).untyped_storage()", "untyped_storage"),
+    ("the dict of a record returned by time", "import time\nd = time.get_clock_info('time').__dict__", "__dict__"),
+    ("weakref.finalize (runs at exit, outside the cell)", "import weakref\nweakref.finalize", "finalize"),
+    ("the metaclass of torch.autograd.Function", "import torch\nM = type(torch.autograd.Function)", "metaclass"),
+    ("setattr of _x_ on a torch Function's class", "import torch\nsetattr(torch.autograd.Function, '_x_', 1)", "_x_"),
+]
+
+
+@pytest.mark.parametrize("what,source,word", TRIED, ids=[t[0] for t in TRIED])
+def test_ideas_refused_already(what: str, source: str, word: str) -> None:
+    error = refused(source)
+    text = " ".join(error._render_traceback_())
+    assert word in text, text
