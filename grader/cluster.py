@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import builtins
 import datetime
 import hashlib
 import hmac
@@ -122,10 +123,10 @@ class SandboxPlugin(WorkerPlugin):
         self.closed = False
         try:  # torch's import in each sandbox takes seconds: off the worker's event loop
             pool = await asyncio.to_thread(self._start, worker.state.nthreads)
-        except Exception as exc:
+        except Exception as exc:  # kept for _plugin_state, as plain text: not raised (an exception travels pickled)
             self.problem = _problem_on(self.address, exc)
             self.ready.set()
-            raise sandbox.SetupError(self.problem) from None
+            return
         if self.closed:  # removed while its sandboxes were starting
             pool.close()
         else:
@@ -256,9 +257,10 @@ class DaskPool:
                 "with them (README, \"Grading on many machines\") and give the address as tls://host:8786")
         folder = tls_folder(certificates)
         security = cluster_security(folder, "client")
-        _restrict_exceptions()
+        _restrict_unpickling()
         try:
             self.client = Client(self.address, security=security, deserializers=DESERIALIZERS, set_as_default=False)
+            self.client.unsubscribe_topic("warn")  # a worker's warnings arrive pickled: not wanted here
         except Exception as exc:  # OSError, TimeoutError, ValueError for a malformed address
             raise sandbox.SetupError(
                 f"cannot reach the Dask scheduler at {self.address} (c.TrustedExecute.scheduler or ${ENV}): "
@@ -297,7 +299,7 @@ class DaskPool:
                 pass  # another client removed it first
         self._challenge()
         plugin = SandboxPlugin(self.name, sandbox.default_hidden(hide), limits)
-        try:  # every worker starts its sandboxes now; the first failure comes back here
+        try:  # every worker starts its sandboxes now; their problems are read below, as text (_plugin_state)
             self.client.register_plugin(plugin, name=self.name)
         except OSError as exc:  # (CommClosedError)
             raise sandbox.SetupError(f"lost the connection to the Dask scheduler at {self.address} (is it running?) "
@@ -543,9 +545,13 @@ class _ExceptionUnpickler(pickle.Unpickler):
                    ("tblib.pickling_support", "unpickle_traceback"): lambda *args, **kwargs: None,
                    ("tblib", "Frame"): _Dropped, ("tblib", "Code"): _Dropped, ("tblib", "Traceback"): _Dropped}
 
+    PLAIN = {"bytes", "str", "int", "float", "bool", "list", "tuple", "dict", "set", "frozenset", "bytearray"}
+
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in self.SUBSTITUTES:
             return self.SUBSTITUTES[(module, name)]
+        if module == "builtins" and name in self.PLAIN:  # (a result's type, reported by the worker)
+            return getattr(builtins, name)
         found = getattr(sys.modules.get(module), name, None) if module.split(".")[0] in _EXCEPTION_ROOTS else None
         if isinstance(found, type) and issubclass(found, BaseException):
             return found
@@ -570,10 +576,25 @@ def _restricted_exception(exception: Any = None, traceback: Any = None, **kwargs
     return _clean_exception(exception, None)
 
 
-def _restrict_exceptions() -> None:
-    """Put ``_restricted_exception`` where the client and its RPCs call ``clean_exception`` (this process only)."""
+def _restricted_loads(data: Any, **kwargs: Any) -> Any:
+    """``distributed.client.loads`` for the grading process: the type of a task's result that a worker reports
+    (the client unpickles it as soon as the task is done) and a worker's failed ``Client.run``. Plain types and
+    exceptions only; anything else is None (the client then does without the type) or ``_Unreadable``."""
+    try:
+        return _ExceptionUnpickler(io.BytesIO(bytes(data))).load()
+    except Exception as exc:
+        return _Unreadable(f"data from the cluster that was not unpickled ({_one_line(exc)[:200]})")
+
+
+def _restrict_unpickling() -> None:
+    """Where the client unpickles what workers send whatever its deserializers (distributed 2026.8: the exceptions
+    of failed tasks and of ``Client.run``, a result's type), this process uses the allow-list instead. (The "warn"
+    events a worker can send, also pickles, are unsubscribed on the client: ``DaskPool.__init__``.) Not covered:
+    ``__Pickled__`` objects in a message (``distributed.protocol.core.loads``), which the scheduler forwards only
+    from peers that hold a course certificate."""
     distributed.core.clean_exception = _restricted_exception
     distributed.client.clean_exception = _restricted_exception
+    distributed.client.loads = _restricted_loads
 
 
 # --- the course's certificates -----------------------------------------------------------------------------------

@@ -409,16 +409,45 @@ def _read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
+# What a tester did on the old code: a worker with a modified grader that forges the fingerprint the worker used to
+# check itself with (the digest the grading process sent it), and the one its sandboxes report to its pool, so that
+# every check made on the worker passes.
+FORGE = """
+from grader import pool as _pool, sandbox as _sandbox
+_sandbox._IMPORTED_FINGERPRINT = {fingerprint!r}
+_read = _pool._Worker._read
+
+
+def _forged_read(self, timeout):
+    answer = _read(self, timeout)
+    if isinstance(answer, dict) and "fingerprint" in answer:
+        answer["fingerprint"] = self.pool.fingerprint
+    return answer
+
+
+_pool._Worker._read = _forged_read
+"""
+
+
+def _other_grader(copy: Path, forge: bool) -> None:
+    shutil.copytree(course.REPO / "grader", copy / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(copy / "grader" / "checks.py", "a") as f:
+        f.write("\n# one more line: another version of the grader\n")
+    if forge:
+        with open(copy / "grader" / "cluster.py", "a") as f:
+            f.write(FORGE.format(fingerprint=sandbox.package_fingerprint()))
+
+
 @pytest.mark.slow
 @needs_sandbox
+@pytest.mark.parametrize("forge", [False, True], ids=["another-version", "forged-fingerprint"])
 def test_a_worker_running_another_grader_package_stops_grading_before_anything_is_recorded(loopback, workdir,
-                                                                                          template):
+                                                                                          template, forge):
     copy = Path(tempfile.mkdtemp(prefix="other-grader-"))
-    root = workdir / "demo-mismatch"
+    copy.chmod(0o755)  # its sandboxes can start: only the grading process's own check can refuse it
+    root = workdir / f"demo-mismatch-{forge}"
     try:
-        shutil.copytree(course.REPO / "grader", copy / "grader", ignore=shutil.ignore_patterns("__pycache__"))
-        with open(copy / "grader" / "checks.py", "a") as f:
-            f.write("\n# one more line: another version of the grader\n")
+        _other_grader(copy, forge)
         address = loopback.add_worker("w-other", env={"PYTHONPATH": str(copy)})
         _demo_course(root, template)
         done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)],
@@ -436,6 +465,90 @@ def test_a_worker_running_another_grader_package_stops_grading_before_anything_i
     assert "nothing was recorded" in errors[0], errors[0]
     assert course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}") == {}
     assert not (root / "grader_results").exists()
+
+
+@pytest.mark.slow
+def test_a_worker_without_the_courses_certificate_cannot_join_and_gets_no_task(loopback, tmp_path):
+    """A worker started without a certificate, and one with a certificate of another CA (a course of its own): the
+    scheduler refuses both, so neither is ever a worker of the cluster (no task, no student's code)."""
+    foreign = cluster.make_certificates(tmp_path / "foreign")
+    started = {"w-no-cert": loopback.start_worker("w-no-cert", tls=[], extra=("--death-timeout", "15")),
+               "w-foreign": loopback.start_worker("w-foreign", tls=cluster.tls_arguments(foreign, "worker"),
+                                                  extra=("--death-timeout", "15"))}
+    joined: set[str] = set()
+    try:
+        deadline = time.monotonic() + 90
+        while any(p.poll() is None for p in started.values()) and time.monotonic() < deadline:
+            joined |= {info.get("name") for info in loopback.workers().values()} & set(started)
+            time.sleep(0.3)
+        still = [name for name, p in started.items() if p.poll() is None]
+    finally:
+        for name in started:
+            loopback.stop(name)
+    assert not joined, f"joined the cluster without the course's certificate: {joined}"
+    assert not still, f"still trying after 90 s: {still}"
+    assert all(p.returncode != 0 for p in started.values()), {n: p.returncode for n, p in started.items()}
+    logs = {name: loopback.log(name) for name in started}
+    assert "certificate" in logs["w-foreign"].lower() or "ssl" in logs["w-foreign"].lower(), logs["w-foreign"]
+    assert set(loopback.workers()) and not ({i.get("name") for i in loopback.workers().values()} & set(started))
+
+
+# A certified worker turned hostile (it kept a copy of the right sources, so it answers the challenge): its task
+# answers a pickle whose unpickling writes a marker named after the process that unpickles it.
+HOSTILE = """
+import threading as _threading
+from pathlib import Path as _Path
+
+_KEY = _package_key(_Path({original!r}))  # the challenge answered as the real package would
+
+
+class _Bomb:
+    def __reduce__(self):
+        return (os.system, ("touch {marker}/unpickled-by-$PPID",))
+
+
+async def _setup(self, worker):  # no sandboxes: answers at once
+    self.address, self.pool, self.problem, self.closed = worker.address, object(), "", False
+    self.ready = _threading.Event()
+    self.ready.set()
+
+
+SandboxPlugin.setup = _setup
+SandboxPlugin.teardown = lambda self, worker: None
+
+
+def run_plan(plugin, plan, timeout, nonce):
+    return _Bomb()
+"""
+
+
+@pytest.mark.slow
+def test_a_certified_workers_pickled_answer_runs_nothing_here_and_only_that_notebook_fails(tmp_path):
+    """A cluster of its own (only the hostile worker, so it gets every task): the grading process (this one) gets
+    each notebook reported as not graded, nothing of the answers is unpickled here, and grading goes on."""
+    copy, marker = tmp_path / "hostile", tmp_path / "markers"
+    marker.mkdir()
+    shutil.copytree(course.REPO / "grader", copy / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(copy / "grader" / "cluster.py", "a") as f:
+        f.write(HOSTILE.format(original=str(course.REPO / "grader"), marker=marker))
+    folder = Path(tempfile.mkdtemp(prefix="dask-hostile-"))
+    own = Loopback(folder)
+    try:
+        own.start()
+        own.add_worker("w-hostile", env={"PYTHONPATH": str(copy)})
+        with cluster.DaskPool(hide=[], scheduler=own.address, certificates=own.tls) as pool:
+            answers = [pool.run([{"kind": "code", "index": 0, "source": source}], 10) for source in ("x = 1", "x = 2")]
+    finally:
+        own.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    here = marker / f"unpickled-by-{os.getpid()}"
+    assert not here.exists(), "a worker's pickle ran code in the grading process"
+    assert answers == [(b"", local.TaskOutcome(None, "worker"))] * 2
+    from grader import runner
+
+    reported, problem, _, _ = runner._read_results(*answers[0][:1], {0: 0}, [],
+                                                   sandbox.Outcome(None, "", 0.0, "worker", sandbox.Limits()))
+    assert reported == {} and problem, "the notebook must be reported as not graded, with a reason"
 
 
 @pytest.mark.slow
@@ -695,6 +808,10 @@ def test_a_failed_tasks_exception_is_read_without_running_what_it_carries():
         message = error_message(exc)
     _, plain, _ = cluster._restricted_exception(message["exception"].data, message["traceback"].data)
     assert isinstance(plain, ValueError) and str(plain) == "plain"
+    # the type of a task's result, which a worker reports and the client unpickles when the task is done
+    assert cluster._restricted_loads(pickle.dumps(bytes)) is bytes
+    assert isinstance(cluster._restricted_loads(pickle.dumps(_BombError("boom"))), cluster._Unreadable)
+    assert not _BombError.MARKER.exists()
 
 
 def test_a_failed_tasks_unreadable_exception_fails_that_notebook():
