@@ -22,7 +22,7 @@ export GRADER_DB_URL := $(DB_URL)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-packages sandbox-user release demo autograde feedback report scores lab test test-fast lock clean postgres postgres-stop
+.PHONY: cluster-certificates help install system-packages sandbox-user release demo autograde feedback report scores lab test test-fast lock clean postgres postgres-stop
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -124,6 +124,9 @@ test: install ## run the whole test suite (slow end-to-end tests included), in T
 
 test-fast: $(STAMP) ## run the tests that take seconds (skips kernels and nbgrader)
 	$(BIN)/python -m pytest -m "not slow"
+
+cluster-certificates: $(STAMP) ## the Dask cluster's TLS CA and certificates, in cluster-tls/ (HOST=grading-host)
+	$(BIN)/python -m grader.cluster certificates $(if $(HOST),--host $(HOST))
 
 lock: $(STAMP) ## rewrite requirements.lock from the current environment
 	$(BIN)/python -m pip freeze --all --exclude-editable | grep -v '^pip==' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/' \

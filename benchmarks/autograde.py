@@ -621,12 +621,16 @@ def start_dask(workdir: Path, workers: int) -> tuple[list[subprocess.Popen], str
     why = dask_missing()
     if why:
         return [], "", why
+    from grader import cluster
+
     dask = Path(sys.executable).with_name("dask")
     workdir.mkdir(parents=True, exist_ok=True)
+    tls = cluster.make_certificates(workdir / "tls", force=True)  # the cluster is TLS-only (GRADER_CLUSTER_TLS)
     scheduler_file = workdir / "dask-scheduler.json"
     logs = open(workdir / "dask.log", "w", encoding="utf-8")
-    processes = [subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                                   "--scheduler-file", str(scheduler_file)], stdout=logs, stderr=subprocess.STDOUT,
+    processes = [subprocess.Popen([str(dask), "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0",
+                                   "--no-dashboard", "--scheduler-file", str(scheduler_file),
+                                   *cluster.tls_arguments(tls, "scheduler")], stdout=logs, stderr=subprocess.STDOUT,
                                   env=course.nbgrader_env(), cwd=str(REPO))]
     deadline = time.monotonic() + 60
     while not scheduler_file.exists() and time.monotonic() < deadline:
@@ -636,12 +640,12 @@ def start_dask(workdir: Path, workers: int) -> tuple[list[subprocess.Popen], str
         return [], "", f"dask scheduler did not start (see {workdir / 'dask.log'})"
     address = json.loads(scheduler_file.read_text())["address"]
     processes.append(subprocess.Popen([str(dask), "worker", address, "--nworkers", str(workers), "--nthreads", "1",
-                                       "--no-dashboard"], stdout=logs, stderr=subprocess.STDOUT,
-                                      env=course.nbgrader_env(), cwd=str(REPO)))
+                                       "--no-dashboard", *cluster.tls_arguments(tls, "worker")], stdout=logs,
+                                      stderr=subprocess.STDOUT, env=course.nbgrader_env(), cwd=str(REPO)))
     from distributed import Client
 
     try:
-        with Client(address, timeout=60) as client:
+        with Client(address, timeout=60, security=cluster.cluster_security(tls, "client")) as client:
             client.wait_for_workers(workers, timeout=120)
     except Exception as exc:  # (OSError, TimeoutError): said, and the row is not run
         stop_all(processes)
@@ -767,6 +771,7 @@ def main(argv: list[str] | None = None) -> int:
                     if not address:
                         raise SystemExit(f"the Dask loopback cluster did not start: {why}")
                     env["GRADER_SCHEDULER"] = address
+                    env["GRADER_CLUSTER_TLS"] = str(workdir / f"{setup.key}-{n}-cluster" / "tls")
                 if setup.key == "jobs":
                     from grader import postgres
 

@@ -739,7 +739,8 @@ class TrustedExecute(NbGraderPreprocessor):
                                "while nbgrader records the results one notebook at a time.").tag(config=True)
     workers = Int(0, help="Sandboxed workers grading at once (0: one per core). With a Dask scheduler: wait "
                           "until its workers have that many threads (0: one worker).").tag(config=True)
-    scheduler = Unicode("", help="Address of a Dask scheduler (e.g. 'tcp://host:8786'): notebooks then run in the "
+    scheduler = Unicode("", help="Address of a Dask scheduler (e.g. 'tls://host:8786', with the course's "
+                                 "certificates: python -m grader.cluster certificates): notebooks then run in the "
                                  "sandboxes of its Dask workers, on other machines, and are judged here. Empty: the "
                                  "environment variable GRADER_SCHEDULER; both empty: this machine's own pool "
                                  "(README: 'Grading on many machines').").tag(config=True)

@@ -9,6 +9,11 @@ grading process starts on it) grade through `nbgrader autograde` with `GRADER_SC
 - a Dask worker killed in the middle of a class: its notebooks are graded elsewhere, none twice, none charged;
 - a worker running another grader package, or a scheduler nobody listens at: one clear line, exit 1, nothing
   recorded.
+
+The cluster is authenticated (issue 19): mutual TLS with certificates the course makes (`python -m grader.cluster
+certificates`); a worker without them, or with another CA's, never joins; a certified worker's answer is plain
+data, so a pickle in it runs nothing in the grading process; the grading process checks each worker's grader
+package with a challenge the worker cannot answer without the same sources, even when it forges its fingerprint.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: 
 LOOPBACK_SLOWDOWN = 1.5
 DASK = Path(sys.executable).with_name("dask")
 STARTUP_SECONDS = 60  # a scheduler or a worker on a loaded 2-core machine
+_TLS: dict[str, Path] = {}  # a loopback scheduler's address -> the folder of its course certificates
 
 
 
@@ -56,19 +62,23 @@ class Loopback:
         self.processes: dict[str, subprocess.Popen] = {}
         self.client = None
         self.scheduler_file = folder / "scheduler.json"
+        self.tls = cluster.make_certificates(folder / "tls")  # the course's CA and certificates, as an instructor would
 
     def start(self) -> "Loopback":
-        self._start("scheduler", [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                                  "--scheduler-file", str(self.scheduler_file)])
+        self._start("scheduler", [str(DASK), "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0",
+                                  "--no-dashboard", "--scheduler-file", str(self.scheduler_file),
+                                  *cluster.tls_arguments(self.tls, "scheduler")])
         deadline = time.monotonic() + STARTUP_SECONDS
         while not self.scheduler_file.exists():
             assert time.monotonic() < deadline and self.processes["scheduler"].poll() is None, self.log("scheduler")
             time.sleep(0.2)
         time.sleep(0.2)  # (written at once, but be sure the file is whole)
         self.address = json.loads(self.scheduler_file.read_text())["address"]
+        assert self.address.startswith("tls://"), self.address
+        _TLS[self.address] = self.tls
         from distributed import Client
 
-        self.client = Client(self.address, set_as_default=False)
+        self.client = Client(self.address, security=cluster.cluster_security(self.tls, "client"), set_as_default=False)
         return self
 
     def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -82,11 +92,18 @@ class Loopback:
     def log(self, name: str) -> str:
         return (self.folder / f"{name}.log").read_text(errors="replace")[-3000:]
 
+    def start_worker(self, name: str, env: dict[str, str] | None = None, tls: list[str] | None = None,
+                     extra: tuple[str, ...] = ()) -> subprocess.Popen:
+        """Start `dask worker` (one thread, with its nanny), with the course's worker certificate unless ``tls``."""
+        tls = cluster.tls_arguments(self.tls, "worker") if tls is None else tls
+        return self._start(name, [str(DASK), "worker", self.address, "--name", name, "--nthreads", "1", "--host",
+                                  "127.0.0.1", "--no-dashboard", "--local-directory", str(self.folder / name), *tls,
+                                  *extra], env)
+
     def add_worker(self, name: str, env: dict[str, str] | None = None) -> str:
-        """Start `dask worker` (one thread, with its nanny); its address once the scheduler knows it."""
+        """Start a worker with the course's certificate; its address once the scheduler knows it."""
         before = set(self.workers())
-        self._start(name, [str(DASK), "worker", self.address, "--name", name, "--nthreads", "1", "--host", "127.0.0.1",
-                           "--no-dashboard", "--local-directory", str(self.folder / name)], env)
+        self.start_worker(name, env)
         deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             new = {a for a, info in self.workers().items() if info.get("name") == name} - before
@@ -154,8 +171,9 @@ def template(workdir):
 
 
 def _on(address: str) -> dict[str, str]:
-    """nbgrader's environment, grading on the Dask scheduler at ``address``."""
-    return {**course.nbgrader_env(), cluster.ENV: address}
+    """nbgrader's environment, grading on the Dask scheduler at ``address`` (with its cluster's certificates)."""
+    return {**course.nbgrader_env(), cluster.ENV: address,
+            **({cluster.TLS_ENV: str(_TLS[address])} if address in _TLS else {})}
 
 
 # --- the adversarial corpus, through Dask -------------------------------------------------------------------
@@ -170,15 +188,17 @@ def classroom(loopback, workdir, template):
 
     def get(klass: str) -> GradedClass:
         if klass not in _GRADED:
-            saved = os.environ.get(cluster.ENV)
-            os.environ[cluster.ENV] = loopback.address  # course.nbgrader_env() passes it on to nbgrader
+            saved = {name: os.environ.get(name) for name in (cluster.ENV, cluster.TLS_ENV)}
+            os.environ[cluster.ENV] = loopback.address  # course.nbgrader_env() passes them on to nbgrader
+            os.environ[cluster.TLS_ENV] = str(loopback.tls)
             try:
                 _GRADED[klass] = grade_class(klass, workdir / "adversarial", template, LOOPBACK_SLOWDOWN)
             finally:
-                if saved is None:
-                    os.environ.pop(cluster.ENV, None)
-                else:
-                    os.environ[cluster.ENV] = saved
+                for name, value in saved.items():
+                    if value is None:
+                        os.environ.pop(name, None)
+                    else:
+                        os.environ[name] = value
             assert f"grading on the Dask cluster at {loopback.address}: 2 workers" in _GRADED[klass].log, (
                 "the class was not graded on the Dask workers:\n" + _GRADED[klass].log[-3000:])
         return _GRADED[klass]
@@ -389,16 +409,45 @@ def _read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
+# What a tester did on the old code: a worker with a modified grader that forges the fingerprint the worker used to
+# check itself with (the digest the grading process sent it), and the one its sandboxes report to its pool, so that
+# every check made on the worker passes.
+FORGE = """
+from grader import pool as _pool, sandbox as _sandbox
+_sandbox._IMPORTED_FINGERPRINT = {fingerprint!r}
+_read = _pool._Worker._read
+
+
+def _forged_read(self, timeout):
+    answer = _read(self, timeout)
+    if isinstance(answer, dict) and "fingerprint" in answer:
+        answer["fingerprint"] = self.pool.fingerprint
+    return answer
+
+
+_pool._Worker._read = _forged_read
+"""
+
+
+def _other_grader(copy: Path, forge: bool) -> None:
+    shutil.copytree(course.REPO / "grader", copy / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(copy / "grader" / "checks.py", "a") as f:
+        f.write("\n# one more line: another version of the grader\n")
+    if forge:
+        with open(copy / "grader" / "cluster.py", "a") as f:
+            f.write(FORGE.format(fingerprint=sandbox.package_fingerprint()))
+
+
 @pytest.mark.slow
 @needs_sandbox
+@pytest.mark.parametrize("forge", [False, True], ids=["another-version", "forged-fingerprint"])
 def test_a_worker_running_another_grader_package_stops_grading_before_anything_is_recorded(loopback, workdir,
-                                                                                          template):
+                                                                                          template, forge):
     copy = Path(tempfile.mkdtemp(prefix="other-grader-"))
-    root = workdir / "demo-mismatch"
+    copy.chmod(0o755)  # its sandboxes can start: only the grading process's own check can refuse it
+    root = workdir / f"demo-mismatch-{forge}"
     try:
-        shutil.copytree(course.REPO / "grader", copy / "grader", ignore=shutil.ignore_patterns("__pycache__"))
-        with open(copy / "grader" / "checks.py", "a") as f:
-            f.write("\n# one more line: another version of the grader\n")
+        _other_grader(copy, forge)
         address = loopback.add_worker("w-other", env={"PYTHONPATH": str(copy)})
         _demo_course(root, template)
         done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)],
@@ -419,11 +468,96 @@ def test_a_worker_running_another_grader_package_stops_grading_before_anything_i
 
 
 @pytest.mark.slow
+def test_a_worker_without_the_courses_certificate_cannot_join_and_gets_no_task(loopback, tmp_path):
+    """A worker started without a certificate, and one with a certificate of another CA (a course of its own): the
+    scheduler refuses both, so neither is ever a worker of the cluster (no task, no student's code)."""
+    foreign = cluster.make_certificates(tmp_path / "foreign")
+    started = {"w-no-cert": loopback.start_worker("w-no-cert", tls=[], extra=("--death-timeout", "15")),
+               "w-foreign": loopback.start_worker("w-foreign", tls=cluster.tls_arguments(foreign, "worker"),
+                                                  extra=("--death-timeout", "15"))}
+    joined: set[str] = set()
+    try:
+        deadline = time.monotonic() + 90
+        while any(p.poll() is None for p in started.values()) and time.monotonic() < deadline:
+            joined |= {info.get("name") for info in loopback.workers().values()} & set(started)
+            time.sleep(0.3)
+        still = [name for name, p in started.items() if p.poll() is None]
+    finally:
+        for name in started:
+            loopback.stop(name)
+    assert not joined, f"joined the cluster without the course's certificate: {joined}"
+    assert not still, f"still trying after 90 s: {still}"
+    assert all(p.returncode != 0 for p in started.values()), {n: p.returncode for n, p in started.items()}
+    logs = {name: loopback.log(name) for name in started}
+    assert "certificate" in logs["w-foreign"].lower() or "ssl" in logs["w-foreign"].lower(), logs["w-foreign"]
+    assert set(loopback.workers()) and not ({i.get("name") for i in loopback.workers().values()} & set(started))
+
+
+# A certified worker turned hostile (it kept a copy of the right sources, so it answers the challenge): its task
+# answers a pickle whose unpickling writes a marker named after the process that unpickles it.
+HOSTILE = """
+import threading as _threading
+from pathlib import Path as _Path
+
+_KEY = _package_key(_Path({original!r}))  # the challenge answered as the real package would
+
+
+class _Bomb:
+    def __reduce__(self):
+        return (os.system, ("touch {marker}/unpickled-by-$PPID",))
+
+
+async def _setup(self, worker):  # no sandboxes: answers at once
+    self.address, self.pool, self.problem, self.closed = worker.address, object(), "", False
+    self.ready = _threading.Event()
+    self.ready.set()
+
+
+SandboxPlugin.setup = _setup
+SandboxPlugin.teardown = lambda self, worker: None
+
+
+def run_plan(plugin, plan, timeout, nonce):
+    return _Bomb()
+"""
+
+
+@pytest.mark.slow
+def test_a_certified_workers_pickled_answer_runs_nothing_here_and_only_that_notebook_fails(tmp_path):
+    """A cluster of its own (only the hostile worker, so it gets every task): the grading process (this one) gets
+    each notebook reported as not graded, nothing of the answers is unpickled here, and grading goes on."""
+    copy, marker = tmp_path / "hostile", tmp_path / "markers"
+    marker.mkdir()
+    shutil.copytree(course.REPO / "grader", copy / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(copy / "grader" / "cluster.py", "a") as f:
+        f.write(HOSTILE.format(original=str(course.REPO / "grader"), marker=marker))
+    folder = Path(tempfile.mkdtemp(prefix="dask-hostile-"))
+    own = Loopback(folder)
+    try:
+        own.start()
+        own.add_worker("w-hostile", env={"PYTHONPATH": str(copy)})
+        with cluster.DaskPool(hide=[], scheduler=own.address, certificates=own.tls) as pool:
+            answers = [pool.run([{"kind": "code", "index": 0, "source": source}], 10) for source in ("x = 1", "x = 2")]
+    finally:
+        own.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    here = marker / f"unpickled-by-{os.getpid()}"
+    assert not here.exists(), "a worker's pickle ran code in the grading process"
+    assert answers == [(b"", local.TaskOutcome(None, "worker"))] * 2
+    from grader import runner
+
+    reported, problem, _, _ = runner._read_results(*answers[0][:1], {0: 0}, [],
+                                                   sandbox.Outcome(None, "", 0.0, "worker", sandbox.Limits()))
+    assert reported == {} and problem, "the notebook must be reported as not graded, with a reason"
+
+
+@pytest.mark.slow
 def test_an_unreachable_scheduler_is_one_clear_line_and_nothing_is_recorded(workdir, template):
     root = workdir / "demo-unreachable"
     _demo_course(root, template)
-    address = f"tcp://127.0.0.1:{_closed_port()}"
-    env = {**_on(address), "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "3s"}
+    address = f"tls://127.0.0.1:{_closed_port()}"
+    env = {**_on(address), cluster.TLS_ENV: str(cluster.make_certificates(workdir / "unreachable-tls")),
+           "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "3s"}
     done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)], cwd=course.REPO,
                           env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
     out = done.stdout + done.stderr
@@ -446,15 +580,20 @@ def _closed_port() -> int:
 # --- the client's side, without a cluster (fast) -----------------------------------------------------------
 
 
-def test_an_unreachable_scheduler_is_a_setup_error_naming_it(monkeypatch):
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory):
+    return cluster.make_certificates(tmp_path_factory.mktemp("certs") / "tls")
+
+
+def test_an_unreachable_scheduler_is_a_setup_error_naming_it(monkeypatch, certificates):
     monkeypatch.setenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT", "1s")
     import dask
 
     dask.config.refresh()
-    address = f"tcp://127.0.0.1:{_closed_port()}"
+    address = f"tls://127.0.0.1:{_closed_port()}"
     try:
         with pytest.raises(sandbox.SetupError, match=f"cannot reach the Dask scheduler at {re.escape(address)}"):
-            cluster.DaskPool(hide=[], scheduler=address)
+            cluster.DaskPool(hide=[], scheduler=address, certificates=certificates)
     finally:
         monkeypatch.delenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT")
         dask.config.refresh()
@@ -462,7 +601,7 @@ def test_an_unreachable_scheduler_is_a_setup_error_naming_it(monkeypatch):
 
 @pytest.mark.parametrize("address", ["nonsense", "tcp://host-without-port", "inproc://x"])
 def test_a_malformed_scheduler_address_is_a_setup_error_saying_how_to_write_it(address):
-    with pytest.raises(sandbox.SetupError, match="is not a Dask scheduler's address .*write it as tcp://host:8786"):
+    with pytest.raises(sandbox.SetupError, match="is not a Dask scheduler's address .*write it as tls://host:8786"):
         cluster.DaskPool(hide=[], scheduler=address)
 
 
@@ -507,7 +646,8 @@ class _Client:
     def submit(self, function, *args, pure=True):
         assert pure is False, "two students may hand in the same plan: each is a task of its own"
         self.submitted.append(args)
-        return _Future(self.outcomes.pop(0))
+        outcome = self.outcomes.pop(0)
+        return _Future(outcome(args[-1]) if callable(outcome) else outcome)  # (an answer made for the task's nonce)
 
     def nthreads(self):
         return {"tcp://127.0.0.1:1": 1}
@@ -522,13 +662,22 @@ def _pool_over(client) -> cluster.DaskPool:
     return pool
 
 
+def _answer(results: str = '{"event": "done"}\n', returncode=0, stopped="", proof=None, **more):
+    """What run_plan on an honest worker sends back for a task's nonce (``proof``: a forger's instead)."""
+    def made(nonce: str) -> bytes:
+        text = json.dumps({"results": results, "returncode": returncode, "stopped": stopped,
+                           "worker": "tls://127.0.0.1:2", **more})
+        return json.dumps({"answer": text, "proof": proof or cluster.prove(nonce, text.encode())}).encode()
+    return made
+
+
 def test_a_notebook_whose_workers_died_is_submitted_again_not_charged():
     from distributed.scheduler import KilledWorker
 
-    answer = (b'{"event": "done"}\n', local.TaskOutcome(0, ""))
-    client = _Client([KilledWorker("run_plan-1", None, 3), answer])
-    assert _pool_over(client).run([{"kind": "code"}], 10) == answer
+    client = _Client([KilledWorker("run_plan-1", None, 3), _answer()])
+    assert _pool_over(client).run([{"kind": "code"}], 10) == (b'{"event": "done"}\n', local.TaskOutcome(0, ""))
     assert len(client.submitted) == 2
+    assert client.submitted[0][-1] != client.submitted[1][-1], "each task must have a fresh nonce"
 
 
 def test_workers_dying_again_and_again_stop_grading_as_a_setup_problem():
@@ -576,8 +725,129 @@ def test_a_result_is_fetched_without_the_timeout_that_races_inside_distributed(m
     watched = []
     monkeypatch.setattr(pool, "_watch", lambda alone_since: watched.append(alone_since))
     monkeypatch.setattr(cluster, "POLL_SECONDS", 0.05)
-    outcome = local.TaskOutcome(0, "")
-    assert pool._result(_RacyFuture((b"results", outcome), done_after=0.3)) == (b"results", outcome)
+    assert pool._result(_RacyFuture(b"results", done_after=0.3)) == b"results"
     assert watched, "the cluster was not watched while the notebook ran"
-    with pytest.raises(sandbox.SetupError, match="something else than results"):
-        pool._result(_RacyFuture(("not bytes", outcome)))
+
+
+# --- a worker's answer: plain data, with the proof of the grader package (fast) --------------------------------
+
+
+_UNGRADED = (b"", local.TaskOutcome(None, "worker"))  # the notebook is reported as not graded (its checks fail)
+
+
+@pytest.mark.parametrize("answer", [
+    ("not bytes", local.TaskOutcome(0, "")),  # what the old task returned: a Python object, unpickled here
+    b"\x80\x04\x95pickle",
+    b"[]",
+    json.dumps({"answer": "{}", "proof": 3}).encode(),
+    _answer(results=["a list"]),
+    _answer(stopped="memory; rm -rf /"),
+    _answer(returncode="1"),
+    b"x" * (cluster.ANSWER_BYTES + 1),
+], ids=["object", "pickle-bytes", "json-list", "bad-proof-type", "results-not-text", "unknown-outcome",
+        "returncode-text", "too-large"])
+def test_an_answer_that_is_not_plain_results_fails_that_notebook_and_the_class_goes_on(answer):
+    client = _Client([answer, _answer()])
+    pool = _pool_over(client)
+    assert pool.run([{"kind": "code"}], 10) == _UNGRADED
+    assert pool.run([{"kind": "code"}], 10) == (b'{"event": "done"}\n', local.TaskOutcome(0, ""))
+
+
+def test_an_answer_refused_by_dasks_deserializers_fails_that_notebook():
+    refused = TypeError("Data serialized with pickle but only able to deserialize data with ['msgpack']")
+    assert _pool_over(_Client([refused])).run([{"kind": "code"}], 10) == _UNGRADED
+
+
+def test_an_answer_without_the_proof_of_this_grader_package_stops_grading_naming_the_worker():
+    forged = _answer(proof="0" * 64)  # a worker that cannot compute HMAC(its sources' digest, the nonce)
+    with pytest.raises(sandbox.SetupError, match=r"tls://127.0.0.1:2 answered a notebook without proving it runs "
+                                                 r"the grading process's grader package.*restart its `dask worker`"):
+        _pool_over(_Client([forged])).run([{"kind": "code"}], 10)
+    replayed = _answer()("another task's nonce")  # a proof is good for one task only
+    with pytest.raises(sandbox.SetupError, match="without proving"):
+        _pool_over(_Client([replayed])).run([{"kind": "code"}], 10)
+
+
+def test_the_proof_depends_on_the_grader_sources(tmp_path):
+    shutil.copytree(course.REPO / "grader", tmp_path / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    assert cluster._package_key(tmp_path / "grader") == cluster._KEY
+    with open(tmp_path / "grader" / "checks.py", "a") as f:
+        f.write("\n# one more line\n")
+    assert cluster._package_key(tmp_path / "grader") != cluster._KEY
+
+
+class _BombError(Exception):
+    """An exception whose unpickling runs a command (writes ``MARKER``), as a hostile worker could raise."""
+
+    MARKER = Path(tempfile.gettempdir()) / f"grader-bomb-{os.getpid()}"
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.MARKER}",))
+
+
+def test_a_failed_tasks_exception_is_read_without_running_what_it_carries():
+    import pickle
+
+    from distributed.core import error_message
+    from distributed.scheduler import KilledWorker
+
+    _BombError.MARKER.unlink(missing_ok=True)
+    bomb = pickle.dumps(_BombError("boom"))  # a hostile worker's "exception" (Dask's clean_exception unpickles it)
+    try:
+        _, read, tb = cluster._restricted_exception(bomb, bomb)
+        assert not _BombError.MARKER.exists(), "unpickling a worker's exception ran its command in the grading process"
+    finally:
+        _BombError.MARKER.unlink(missing_ok=True)
+    assert isinstance(read, cluster._Unreadable) and tb is None
+    # what Dask itself sends still reads: the scheduler's KilledWorker (resubmitted), a worker's plain error
+    _, killed, _ = cluster._restricted_exception(pickle.dumps(KilledWorker("run_plan-1", None, 3)))
+    assert isinstance(killed, KilledWorker)
+    try:
+        raise ValueError("plain")
+    except ValueError as exc:
+        message = error_message(exc)
+    _, plain, _ = cluster._restricted_exception(message["exception"].data, message["traceback"].data)
+    assert isinstance(plain, ValueError) and str(plain) == "plain"
+    # the type of a task's result, which a worker reports and the client unpickles when the task is done
+    assert cluster._restricted_loads(pickle.dumps(bytes)) is bytes
+    assert isinstance(cluster._restricted_loads(pickle.dumps(_BombError("boom"))), cluster._Unreadable)
+    assert not _BombError.MARKER.exists()
+
+
+def test_a_failed_tasks_unreadable_exception_fails_that_notebook():
+    unreadable = cluster._Unreadable("an error from the cluster that was not unpickled")
+    assert _pool_over(_Client([unreadable, _answer()])).run([{"kind": "code"}], 10) == _UNGRADED
+
+
+# --- TLS: the grading process talks only to an authenticated cluster (fast) ----------------------------------
+
+
+def test_a_scheduler_without_tls_is_refused_saying_what_to_do(certificates):
+    with pytest.raises(sandbox.SetupError, match=r"refusing to grade on the Dask scheduler at tcp://127.0.0.1:8786.*"
+                                                 r"not a tls:// address.*python -m grader.cluster certificates"):
+        cluster.DaskPool(hide=[], scheduler="tcp://127.0.0.1:8786", certificates=certificates)
+
+
+def test_without_the_courses_certificates_grading_says_how_to_make_them(tmp_path):
+    with pytest.raises(sandbox.SetupError, match=r"cluster certificates are missing .*client.pem.*"
+                                                 r"python -m grader.cluster certificates"):
+        cluster.DaskPool(hide=[], scheduler="tls://127.0.0.1:8786", certificates=tmp_path / "none")
+
+
+def test_the_certificates_are_private_files_signed_by_the_courses_ca(tmp_path):
+    from cryptography import x509
+
+    done = subprocess.run([sys.executable, "-m", "grader.cluster", "certificates", "--folder", str(tmp_path / "tls"),
+                           "--host", "grading-host"], cwd=course.REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "tls://grading-host:8786" in done.stdout and "--tls-cert" in done.stdout
+    folder = tmp_path / "tls"
+    assert folder.stat().st_mode & 0o777 == 0o700
+    names = {p.name: p.stat().st_mode & 0o777 for p in folder.iterdir()}
+    assert names == {f"{n}{k}.pem": 0o600 for n in ("ca", "scheduler", "worker", "client") for k in ("", "-key")}
+    ca = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
+    for role in cluster.ROLES:
+        x509.load_pem_x509_certificate((folder / f"{role}.pem").read_bytes()).verify_directly_issued_by(ca)
+    again = subprocess.run([sys.executable, "-m", "grader.cluster", "certificates", "--folder", str(folder)],
+                           cwd=course.REPO, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 1 and "--force" in again.stderr, "an existing CA must not be replaced silently"
