@@ -225,3 +225,46 @@ def test_channel_unsigned_mode_reads_plain_lines():
         sock.sendall(sign(b'{"event": "start", "index": 0}') + sign(b'{"event": "done", "index": 0, "error": ""}'))
 
     assert [line.get("event") for line in _inbox_with(sends, key=None)] == ["start", "done"]
+
+
+_DYING_WORKER = r"""
+import json, sys
+for line in sys.stdin:
+    task = json.loads(line)
+    flag = json.dumps({"event": "flag", "index": 0, "what": "gc.get_objects (reaching the grader's objects)"})
+    print(json.dumps({"id": task["id"], "flags": [flag]}), flush=True)
+    sys.exit(9)  # then dies, as a worker the notebook took down would
+"""
+
+
+def test_flags_a_worker_handed_on_survive_its_death():
+    """A worker hands each flag on to the pool as it arrives ({"id", "flags"}), then dies before answering, on both
+    tries of the notebook: the notebook ends as "the grading worker died" and stays flagged (on the old code its
+    flags died with the worker)."""
+    import queue
+    import subprocess
+    import threading
+
+    from grader import pool as pool_module
+
+    def dying_worker(pool):
+        worker = object.__new__(pool_module._Worker)
+        worker.pool, worker.ready, worker.problem = pool, True, ""
+        worker.cgroups = sandbox._Cgroups.__new__(sandbox._Cgroups)
+        worker.cgroups.dirs = []
+        worker.process = subprocess.Popen([sys.executable, "-c", _DYING_WORKER], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, text=True, bufsize=1, start_new_session=True)
+        return worker
+
+    pool = object.__new__(pool_module.Pool)
+    pool.limits, pool._expected, pool._seconds = sandbox.Limits(), 0, []
+    pool._demand, pool.idle = threading.Condition(), queue.Queue()
+    pool._fresh = lambda: dying_worker(pool)  # type: ignore[method-assign]
+    pool.idle.put(dying_worker(pool))
+    try:
+        data, outcome = pool.run([{"kind": "code", "index": 0, "source": "pass"}], 5)
+    finally:
+        while not pool.idle.empty():
+            pool.idle.get().close()
+    assert outcome.stopped == "worker", outcome
+    assert b"gc.get_objects" in data, data

@@ -836,3 +836,4 @@ _c = _torch.rand(512, 512, dtype=_torch.float64) @ _torch.rand(512, 512, dtype=_
 """
     (honest,) = _grade_in_one_worker([_honest("two-threads", extra=threads)])
     assert honest["scores"] == FULL and not honest["problem"] and not honest["flags"], honest
+
