@@ -268,3 +268,16 @@ def test_flags_a_worker_handed_on_survive_its_death():
             pool.idle.get().close()
     assert outcome.stopped == "worker", outcome
     assert b"gc.get_objects" in data, data
+
+
+def test_a_worker_that_cannot_remove_system_v_objects_retires(monkeypatch):
+    """What the worker could not remove (here: a shared memory segment that stays listed) makes it unfit: the pool
+    then grades the next notebook on a fresh worker (the retirement of a worker whose scratch could not be emptied)."""
+    from grader import worker
+
+    monkeypatch.setattr(worker, "_others", lambda: [])
+    monkeypatch.setattr(worker, "_leftovers", lambda folder: [])
+    monkeypatch.setattr(worker, "_sysv_objects", lambda kind: [32769] if kind == "shm" else [])
+    assert "System V IPC objects" in worker.unfit()
+    monkeypatch.setattr(worker, "_sysv_objects", lambda kind: [])
+    assert worker.unfit() == ""
