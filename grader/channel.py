@@ -11,7 +11,9 @@ What holds, and against whom (the observer is the notebook's process while it ru
   starts without it, and cannot connect again;
 - **fork**: a forked process inherits the connection, but every read here asks the kernel who wrote each
   piece (SO_PASSCRED: a stream never mixes two writers' bytes in one read), and keeps only the notebook's
-  own process's bytes; another writer's are dropped and flagged. The child also closes its copy in processes
+  own process's bytes; another writer's, or bytes the kernel names no writer of, are dropped and flagged.
+  (The kernel records the writer when either end has SO_PASSCRED when it writes: the child sets it on its
+  end before connecting, as bytes can be sent before this side accepts and sets it on its own.) The child also closes its copy in processes
   forked through Python (``os.register_at_fork``);
 - **the notebook's own code writing on the connection** (``os.write`` raises no audit event): each line
   carries an HMAC under a key the child holds only in its reporter's closure (reached only by frames, gc,

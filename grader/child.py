@@ -642,7 +642,8 @@ def run(plan: list[dict[str, Any]], address: str, key: bytes | None = None) -> N
     # flagged by the worker, which asks the kernel who wrote each piece. Lines are signed (HMAC-SHA256 computed with
     # hashlib's C objects, keyed now) so that the notebook's own code writing on the descriptor is not believed.
     channel = _socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # C type; non-inheritable (SOCK_CLOEXEC)
-    channel.connect(address)
+    channel.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # the kernel names the writer of every piece,
+    channel.connect(address)  # even of what is sent before the worker accepts the connection
     send, channel_fd, fstat, get_pid, exit_now = channel.sendall, channel.fileno(), os.fstat, os.getpid, os._exit
     own_pid, own_socket = get_pid(), (fstat(channel_fd).st_dev, fstat(channel_fd).st_ino)
     detach, close_fd = channel.detach, os.close
