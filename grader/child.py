@@ -6,11 +6,12 @@ calls parsed from it (``grader.testcells``), never its code. For each one it eva
 test in the notebook's namespace, records observations (``grader.observe``) and reports one JSON message.
 
 How the observations stay the observer's, with untrusted code in the same process:
-- **The channel is not a descriptor of this process.** Each message is sent over a fresh connection to the
-  worker's listening socket, opened and closed by the reporter while no student code runs. The worker
-  accepts a message only from this process's pid (the kernel says who connected), and the sandbox's seccomp
-  filter refuses threads, so nothing runs beside the reporter while it sends. A student cell that opens a
-  socket, or a process it forks that tries, is flagged (below) or refused by the worker.
+- **The channel cannot be spoken for.** Messages go on one connection to the worker, opened before any
+  student code runs, close-on-exec, and signed with a key only the reporter's closure holds; the worker then
+  stops listening and keeps only signed lines the kernel says this process wrote (``grader.channel``: what
+  holds against exec, fork and the notebook's own writes). The seccomp filter refuses threads, so nothing
+  runs beside the reporter while it sends. A report that cannot be sent ends the notebook
+  (``CHANNEL_BROKEN``): a flag is never dropped.
 - **Originals are guarded around every call into student code.** Before student code runs, this module
   keeps torch's, the grader's, json's, os' and builtins' namespaces (and the code, defaults and closures of
   the grader's functions); they are put back before each observation and again after every return from the
@@ -61,6 +62,8 @@ from .exercises import get
 GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
 TRUSTED_CODE = tuple({os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.__file__))})
 MISSING = object()
+CHANNEL_BROKEN = 86  # exit status of a child whose report could not be sent (grader.worker, grader.runner read it)
+MAC_HEX = 32  # hex characters of a line's HMAC kept: grader.channel.MAC_BYTES
 
 # What torch.func's transforms (jvp, vmap, grad) and forward mode (dual tensors) run through, down to the C
 # functions and classes they call: the checks of notebook 4 observe through all of it. (Their config modules
@@ -624,32 +627,72 @@ def _cell_error(error: BaseException, source: str) -> dict[str, Any]:
     return info
 
 
-def run(plan: list[dict[str, Any]], address: str) -> None:
-    """Execute the plan, reporting one message per event to the worker's socket at ``address``."""
+def run(plan: list[dict[str, Any]], address: str, key: bytes | None = None) -> None:
+    """Execute the plan, reporting one message per event on one connection to the socket at ``address``, each
+    line signed with ``key`` (``grader.channel``) when one is given."""
     # Everything this loop calls is held in locals (of this frame and of closures only an audited gc walk or
     # frame access could reach): replacing grader.child.* or module globals from a cell changes nothing here.
     dumps, encode, as_text = json.dumps, wire.encode, repr
-    new_socket, family, kind = _socket.socket, socket.AF_UNIX, socket.SOCK_STREAM  # C type: nothing to patch
     suspicious, length, os_error, any_error = _suspicion(), len, OSError, Exception  # builtins a cell may rebind
     reporting = [False]
     position = [None]  # the plan item running now, for flags
     flagged: set[tuple[Any, str]] = set()
+    # The channel (grader.channel says what holds): ONE connection, opened now, before any student code runs,
+    # close-on-exec (a program the notebook execs, which keeps this pid, starts without it; the worker has stopped
+    # listening by then, so it cannot connect again). A process the notebook forks keeps a copy: closed at once
+    # for forks made through Python (os.fork, multiprocessing), and whatever any other writes on it is dropped and
+    # flagged by the worker, which asks the kernel who wrote each piece. Lines are signed (HMAC-SHA256 computed with
+    # hashlib's C objects, keyed now) so that the notebook's own code writing on the descriptor is not believed.
+    channel = _socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # C type; non-inheritable (SOCK_CLOEXEC)
+    channel.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # the kernel names the writer of every piece,
+    channel.connect(address)  # even of what is sent before the worker accepts the connection
+    send, channel_fd, fstat, get_pid, exit_now = channel.sendall, channel.fileno(), os.fstat, os.getpid, os._exit
+    own_pid, own_socket = get_pid(), (fstat(channel_fd).st_dev, fstat(channel_fd).st_ino)
+    detach, close_fd = channel.detach, os.close
+
+    def forget_channel() -> None:  # in a process forked through Python: it cannot speak for the observer
+        try:
+            close_fd(detach())
+        except any_error:
+            pass
+
+    os.register_at_fork(after_in_child=forget_channel)
+    inner = outer = None
+    if key is not None:
+        import hashlib
+
+        block = key.ljust(64, b"\0")
+        inner = hashlib.sha256(bytes(b ^ 0x36 for b in block))  # HMAC (RFC 2104) on a key of 64 bytes at most
+        outer = hashlib.sha256(bytes(b ^ 0x5C for b in block))
+        del key, block
+
+    def signed(payload: bytes) -> bytes:
+        if inner is None:
+            return payload + b"\n"
+        digest = inner.copy()
+        digest.update(payload)
+        mac = outer.copy()
+        mac.update(digest.digest())
+        return mac.hexdigest()[:MAC_HEX].encode() + b" " + payload + b"\n"
 
     def report(entry: dict[str, Any]) -> None:
         # Observations (tensors) go through wire.encode, right after the originals were put back; every other
         # report is plain data, encoded by json's C encoder alone: a notebook's patched builtins cannot reach it.
-        plain = entry.get("event") != "observed"
-        data = ((dumps(entry, default=as_text) if plain else dumps(encode(entry))) + "\n").encode()
-        reporting[0] = True  # only our own socket calls below are not flagged
+        if get_pid() != own_pid:
+            return  # a process the notebook forked: it has no channel, and cannot speak for the observer
+        reporting[0] = True  # only our own calls below are not flagged
         try:
-            channel = new_socket(family, kind)
-            try:
-                channel.connect(address)
-                channel.sendall(data)
-            finally:
-                channel.close()
-        except os_error:
-            pass  # the worker is gone: nothing left to tell
+            plain = entry.get("event") != "observed"
+            data = signed((dumps(entry, default=as_text) if plain else dumps(encode(entry))).encode())
+            stat = fstat(channel_fd)
+            if (stat.st_dev, stat.st_ino) != own_socket:  # closed and reopened, or another file put in its place
+                raise os_error("the channel's descriptor no longer holds the grader's connection")
+            send(data)
+        except any_error:
+            # A report that cannot be sent (no descriptors left, the connection closed or replaced, the worker gone)
+            # ends the notebook: never dropped, or a flag would go unsaid. The trusted side says the notebook broke
+            # the grader's channel, and every check not observed by then scores 0.
+            exit_now(CHANNEL_BROKEN)
         finally:
             reporting[0] = False
 
@@ -679,7 +722,8 @@ def run(plan: list[dict[str, Any]], address: str) -> None:
 
     current: list[Any] = [None]
     wrappers = _install_function_guards(current)
-    guard = Guard(extra_functions=[*wrappers, report, flag, audit, suspicious], code_writes=code_writes)
+    guard = Guard(extra_functions=[*wrappers, report, signed, forget_channel, flag, audit, suspicious],
+                  code_writes=code_writes)
     restore_all, observe_one, set_trace, set_profile = guard.restorer, observe_call, sys.settrace, sys.setprofile
     restored: list[str] = []
 

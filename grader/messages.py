@@ -441,6 +441,8 @@ EN.update({
     "reason_output": Message("it printed more than {limit:,} bytes", ""),
     "reason_memory": Message("it used more than {gib:g} GiB of memory", ""),
     "reason_worker": Message("the grading worker running it died or stopped answering (killed by the notebook?)", ""),
+    "reason_channel": Message("it broke the grader's channel (a report of the grader's could not be sent: its "
+                              "descriptor was closed, replaced or made unusable)", ""),
     "reason_exit": Message("its process ended with exit code {code}", ""),
     "reason_early": Message("its process ended early", ""),
 })

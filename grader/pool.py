@@ -46,11 +46,16 @@ BOOT = ("import gc; gc.disable(); import sys; sys.path.insert(0, {path!r}); from
 @dataclass
 class TaskOutcome:
     returncode: int | None
-    stopped: str  # "", "timeout", "output", "worker"
+    stopped: str  # "", "timeout", "output", "worker", "channel"
 
 
 class _Unfit(Exception):
-    """The worker could not take the notebook (unfit, or gone before it started): retry elsewhere, uncharged."""
+    """The worker could not take the notebook (unfit, or gone before it started): retry elsewhere, uncharged.
+    ``flags``: what the notebook was flagged for before that (kept: a flagged notebook stays flagged)."""
+
+    def __init__(self, why: str, flags: bytes = b"") -> None:
+        super().__init__(why)
+        self.flags = flags
 
 
 class _Worker:
@@ -58,7 +63,9 @@ class _Worker:
         self.pool = pool
         self.cgroups = sandbox._Cgroups(sandbox.Limits(memory_bytes=pool.limits.memory_bytes + SCRATCH_BYTES + 2**30,
                                                        processes=pool.limits.processes))
-        env = {"OMP_NUM_THREADS": "1", "MPLBACKEND": "module://matplotlib_inline.backend_inline", "GRADER_SANDBOXED": "1",
+        # one thread per process: the seccomp filter refuses threads (grader.worker pins torch's setters too)
+        env = {"OMP_NUM_THREADS": "1", "OMP_THREAD_LIMIT": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+               "MPLBACKEND": "module://matplotlib_inline.backend_inline", "GRADER_SANDBOXED": "1",
                "PATH": "/usr/bin:/bin",
                "LANG": "C.UTF-8", "HOME": "/tmp", "GRADER_FONT_LISTS": str(sandbox.FONT_LISTS)}
         argv = [sys.executable, "-I", "-c", BOOT.format(path=sandbox.TRUSTED_GRADER)]
@@ -132,12 +139,20 @@ class _Worker:
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             raise _Unfit("the worker was gone before the notebook started") from None
-        answer = self._read(timeout + 30)  # the worker enforces the timeout; this guards a silent worker
+        # The worker enforces the timeout; this guards a silent worker. Before its answer, it hands on each flag as it
+        # arrives ({"id", "flags"}): a notebook that then takes its worker down stays flagged.
+        deadline, flags = time.monotonic() + timeout + 30, []
+        while True:
+            answer = self._read(max(0.0, deadline - time.monotonic()))
+            if answer is None or answer.get("id") != task_id or "flags" not in answer:
+                break
+            flags += [line for line in answer["flags"] if isinstance(line, str)] if isinstance(answer["flags"], list) else []
+        told = "\n".join(flags).encode("utf-8", errors="replace")
         if answer is not None and answer.get("id") == task_id and "unhealthy" in answer:
-            raise _Unfit(str(answer["unhealthy"]))
+            raise _Unfit(str(answer["unhealthy"]), told)
         if answer is None or answer.get("id") != task_id:
             self.close()
-            return b"", TaskOutcome(None, "worker")
+            return told, TaskOutcome(None, "worker")
         results = answer.get("results", "")
         return (results.encode("utf-8", errors="replace") if isinstance(results, str) else b"",
                 TaskOutcome(int(answer.get("returncode", 1)), str(answer.get("stopped", ""))))
@@ -260,6 +275,7 @@ class Pool:
         worker = self.idle.get()
         began = time.monotonic()
         died = 0
+        carried = b""  # flags of attempts that ended without an answer: they come first in the results
         try:
             for _ in range(self.RETRIES + 1):
                 if not worker.alive():
@@ -267,17 +283,19 @@ class Pool:
                     worker = self._fresh()
                 try:
                     data, ended = worker.run(plan, timeout)
-                except _Unfit:
+                except _Unfit as unfit:
+                    carried += unfit.flags + b"\n" if unfit.flags else b""
                     worker.close()
                     worker = self._fresh()
                     continue
                 if ended.stopped == "worker" and died == 0:  # maybe not this notebook's doing: once more
+                    carried += data + b"\n" if data else b""
                     died += 1
                     worker.close()
                     worker = self._fresh()
                     continue
-                return data, ended
-            return b"", TaskOutcome(None, "worker")
+                return carried + data, ended
+            return carried, TaskOutcome(None, "worker")
         finally:
             if not (worker.process.poll() is None and worker.ready):
                 worker.close()

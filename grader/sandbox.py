@@ -55,7 +55,7 @@ class Outcome:
     returncode: int | None
     output: str
     seconds: float
-    stopped: str = ""  # "", "timeout", "output", "memory": why the sandbox stopped the program
+    stopped: str = ""  # "", "timeout", "output", "memory", "worker", "channel": why the program was stopped
     limits: Limits = field(default_factory=Limits)
 
     @property
@@ -70,6 +70,8 @@ class Outcome:
             return say("reason_memory", gib=self.limits.memory_bytes / 2**30)
         if self.stopped == "worker":
             return say("reason_worker")
+        if self.stopped == "channel":
+            return say("reason_channel")
         return say("reason_exit", code=self.returncode) if self.returncode else ""
 
 

@@ -13,7 +13,14 @@ What is refused, in three groups:
   process then has exactly one thread, so nothing runs beside the grader's observer while it observes;
   processes (``fork``, ``subprocess``) still work;
 - the kernel's bigger attack surface, which no answer needs: new namespaces and mounts, BPF, perf, io_uring,
-  userfaultfd, keyrings, modules, kexec, reboot, swap, clocks, personality changes.
+  userfaultfd, keyrings, modules, kexec, reboot, swap, clocks, personality changes, POSIX message queues
+  (they would outlive the notebook; System V IPC objects, which also do, are removed by the worker after each
+  notebook instead).
+
+Threads are refused, not flagged: CPython 3.11 raises no audit event when a thread starts, so a thread attempt
+is seen only as the error (or, in C++ libraries, the abort) the refused ``clone`` causes. OpenMP and torch are
+pinned to one thread in the sandbox (``OMP_THREAD_LIMIT=1``, torch's setters made harmless by the worker), so
+an honest ``torch.set_num_threads(2)`` never gets that far.
 """
 
 from __future__ import annotations
@@ -53,6 +60,10 @@ REFUSED: dict[str, str] = {
     "settimeofday": "the clock", "clock_settime": "the clock", "clock_adjtime": "the clock", "adjtimex": "the clock",
     "personality": "execution domains (ASLR off)", "quotactl": "disk quotas",
     "name_to_handle_at": "opening files by handle", "open_by_handle_at": "opening files by handle",
+    "mq_open": "POSIX message queues (they outlive the notebook, in no folder its worker empties)",
+    "mq_unlink": "POSIX message queues", "mq_timedsend": "POSIX message queues",
+    "mq_timedreceive": "POSIX message queues", "mq_notify": "POSIX message queues",
+    "mq_getsetattr": "POSIX message queues",
     "lookup_dcookie": "kernel internals", "vhangup": "terminals", "iopl": "hardware ports", "ioperm": "hardware ports",
 }
 

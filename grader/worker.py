@@ -14,11 +14,17 @@ grades that notebook on a fresh worker and charges nobody.
 Nothing the child can reach holds this channel: the worker is pid 1 of the sandbox (``bwrap --as-pid-1``:
 no bubblewrap process inside keeps the descriptors it was started with), not dumpable (the child can
 neither trace it nor open its /proc/1/fd), and the child closes every inherited descriptor. The child
-reports through a socket the worker listens on, one connection per message; the worker keeps only
-messages whose sender the kernel names as the child itself (SO_PEERCRED), and records any other sender as
-a flag. Before answering, the worker kills every process the child left behind and empties /tmp and
-/dev/shm (folders a notebook locked with chmod 000 included), so the next notebook starts from nothing its
-predecessor made.
+reports on ONE connection to a socket the worker listens on, opened before any student code runs
+(``grader.channel`` says what holds against exec, fork and the notebook's own code): the worker stops
+listening once it has it, keeps only signed lines the kernel says the child itself wrote, flags anything
+else, and never waits on the notebook. Each flag is handed on to the pool as it arrives ({"id", "flags"}),
+so a notebook that later takes its worker down stays flagged. A child whose report cannot be sent exits
+with ``child.CHANNEL_BROKEN``: answered as stopped "channel".
+
+Before answering, the worker kills every process the child left behind, empties /tmp and /dev/shm (folders
+a notebook locked with chmod 000 included) and removes the System V IPC objects (shared memory, semaphores,
+message queues) of its IPC namespace, so the next notebook starts from nothing its predecessor made; what it
+cannot remove retires it.
 """
 
 from __future__ import annotations
@@ -35,7 +41,12 @@ import sys
 import time
 from typing import Any
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")  # one thread per child: the sandbox refuses threads anyway
+# One thread per child, whatever a notebook asks for: the sandbox's seccomp filter refuses new threads (a process
+# that starts one dies, or gets an error), so OpenMP and MKL must never try. OMP_THREAD_LIMIT caps OpenMP's threads
+# even after torch.set_num_threads(2) (read when torch loads libgomp: before the import below); the pool sets the
+# same in the sandbox's environment. torch's own setters are made harmless below (``_pin_threads``).
+for _name in ("OMP_NUM_THREADS", "OMP_THREAD_LIMIT", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_name] = "1"
 
 import IPython.core.interactiveshell  # noqa: E402,F401  (preloaded: every child would pay for it)
 import torch  # noqa: E402
@@ -43,6 +54,8 @@ import torch  # noqa: E402
 from . import channel, child, sandbox  # noqa: E402
 
 PR_SET_DUMPABLE = 4
+IPC_RMID = 0
+SYSV_IPC = ("shm", "sem", "msg")  # /proc/sysvipc/<kind>: the System V objects of this sandbox's IPC namespace
 SCRATCH = "/tmp"
 SHARED_MEMORY = "/dev/shm"
 
@@ -57,6 +70,27 @@ def _not_dumpable() -> None:
         ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def _pin_threads() -> None:
+    """torch's thread setters, made harmless: a notebook's ``torch.set_num_threads(2)`` (or interop threads) would
+    have OpenMP or torch start threads, which the sandbox refuses: the process died with the honest notebook. They
+    now keep one thread and say nothing (the getters say 1); called before any child forks, so the guard of each
+    child keeps these as the originals."""
+    set_threads, set_interop = torch.set_num_threads, torch.set_num_interop_threads
+    set_threads(1)
+    set_interop(1)
+
+    def set_num_threads(count: int) -> None:
+        """(Grading sandbox: one thread only; the count asked for is ignored.)"""
+        int(count)
+
+    def set_num_interop_threads(count: int) -> None:
+        """(Grading sandbox: one thread only; the count asked for is ignored.)"""
+        int(count)
+
+    torch.set_num_threads = set_num_threads
+    torch.set_num_interop_threads = set_num_interop_threads
 
 
 def warm_up() -> None:
@@ -274,15 +308,52 @@ def unfit() -> str:
             return f"{folder} is unreadable ({exc})"
         if left:
             return f"{folder} could not be emptied ({len(left)} entries left, e.g. {left[0]})"
+    for kind in SYSV_IPC:
+        try:
+            left_ids = _sysv_objects(kind)
+        except (OSError, ValueError, IndexError) as exc:
+            return f"/proc/sysvipc/{kind} is unreadable ({exc})"
+        if left_ids:
+            return f"System V IPC objects of an earlier notebook could not be removed ({kind} ids {left_ids[:5]})"
     return ""
+
+
+def _sysv_objects(kind: str) -> list[int]:
+    """The ids of this IPC namespace's System V objects of ``kind`` (shm, sem, msg); [] where the kernel has none."""
+    try:
+        with open(f"/proc/sysvipc/{kind}") as f:
+            rows = f.read().splitlines()[1:]
+    except FileNotFoundError:
+        return []
+    return [int(row.split()[1]) for row in rows if row.strip()]
+
+
+def _remove_sysv_objects() -> None:
+    """Remove every System V shared memory segment, semaphore set and message queue: they outlive the process that
+    made them (a segment of gigabytes stays charged to this worker's memory for every later notebook). The worker's
+    uid is the only one in the sandbox, so it owns them all; what stays is found by ``unfit`` and retires it.
+    (POSIX message queues cannot be made: the seccomp filter refuses mq_open.)"""
+    if not any(_sysv_objects(kind) for kind in SYSV_IPC):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    remove = {"shm": lambda ident: libc.shmctl(ident, IPC_RMID, None),
+              "sem": lambda ident: libc.semctl(ident, 0, IPC_RMID),
+              "msg": lambda ident: libc.msgctl(ident, IPC_RMID, None)}
+    for kind in SYSV_IPC:
+        for ident in _sysv_objects(kind):
+            remove[kind](ident)
 
 
 def _clean() -> None:
     for folder in (SCRATCH, SHARED_MEMORY):
         _remove_inside(folder, SKELETON.get(folder, frozenset()))
+    try:
+        _remove_sysv_objects()
+    except (OSError, ValueError, IndexError):
+        pass  # what stays is found by the health check, which retires this worker
 
 
-def _run_child(task: dict, folder: str, address: str, base_memory: int) -> int:
+def _run_child(task: dict, folder: str, inbox: channel.Inbox, base_memory: int) -> int:
     pid = os.fork()
     if pid == 0:  # the child: a fresh process with torch already imported
         try:
@@ -300,26 +371,28 @@ def _run_child(task: dict, folder: str, address: str, base_memory: int) -> int:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (int(task.get("file_bytes", 64 * 2**20)),) * 2)
-            torch.set_num_threads(1)
-            child.run(task["plan"], address)
+            child.run(task["plan"], inbox.address, inbox.key)
             os._exit(0)
         except BaseException:
             os._exit(1)
     return pid
 
 
-def _grade(task: dict, base_memory: int) -> dict:
+def _grade(task: dict, base_memory: int, tell: Any = lambda flags: None) -> dict:
+    """Run one notebook; ``tell(lines)`` hands on its flags as they arrive (they outlive this worker)."""
     started = time.monotonic()
     folder = os.path.join(SCRATCH, "notebook")
     os.mkdir(folder, 0o700)
-    inbox = channel.Inbox()
+    inbox = channel.Inbox(channel.Inbox.new_key())
     stopped, status = "", 0
     try:
-        pid = _run_child(task, folder, inbox.address, base_memory)
+        pid = _run_child(task, folder, inbox, base_memory)
         deadline = started + float(task["timeout"])
         while True:
-            select.select([inbox.listener], [], [], 0.005)
-            inbox.collect(pid, deadline)
+            select.select(inbox.waitables(), [], [], 0.005)  # nothing here waits longer: the deadline holds
+            inbox.collect(pid)
+            if inbox.new_flags:
+                tell(inbox.take_new_flags())
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 break
@@ -332,13 +405,15 @@ def _grade(task: dict, base_memory: int) -> dict:
                 _, status = os.waitpid(pid, 0)
                 break
         _kill_leftovers()
-        inbox.collect(pid, time.monotonic() + 1)  # what was sent before the end
+        inbox.collect(pid)  # what was sent before the end
     finally:
         inbox.close()
         _clean()
     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     if code == -signal.SIGXFSZ:
         stopped = "output"
+    elif code == child.CHANNEL_BROKEN and not stopped:
+        stopped = "channel"  # a report could not be sent: the notebook broke the grader's channel
     return {"id": task["id"], "returncode": code, "stopped": stopped, "seconds": time.monotonic() - started,
             "results": "\n".join(inbox.lines)}
 
@@ -352,6 +427,7 @@ def main() -> None:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     for folder in (SCRATCH, SHARED_MEMORY):
         SKELETON[folder] = _skeleton(folder)
+    _pin_threads()
     warm_up()
     _clean()  # what the warm-up wrote (IPython's profile folder): every notebook starts from the skeleton
     base_memory = _virtual_memory()
@@ -367,7 +443,18 @@ def main() -> None:
             out.write(json.dumps({"id": task["id"], "unhealthy": why}) + "\n")
             out.flush()
             return  # the pool starts a fresh worker for this notebook
-        out.write(json.dumps(_grade(task, base_memory)) + "\n")
+        def tell(flags: list[str], task_id: str = task["id"]) -> None:
+            out.write(json.dumps({"id": task_id, "flags": flags}) + "\n")
+            out.flush()
+
+        try:
+            answer = _grade(task, base_memory, tell)
+        except Exception as exc:  # noqa: BLE001  (a notebook must never take its worker down with it)
+            out.write(json.dumps({"id": task["id"], "unhealthy": f"grading failed in the worker ({type(exc).__name__}: "
+                                                                   f"{str(exc)[:200]})"}) + "\n")
+            out.flush()
+            return  # retired: the pool grades the notebook on a fresh worker, keeping the flags already told
+        out.write(json.dumps(answer) + "\n")
         out.flush()
 
 

@@ -123,3 +123,162 @@ def test_a_fork_bomb_is_bounded(tmp_path):
             print("stopped after", n)
     """, tmp_path, processes=32, wall_seconds=8.0)
     assert "stopped after" in outcome.output or outcome.stopped == "timeout", outcome.output[-300:]
+
+
+# --- the report channel (grader.channel), without a sandbox: what the worker reads from a notebook's process ----
+
+def _inbox_with(sends, key: bytes | None = b"k" * 32, second_connection: bool = False):
+    """A child process that connects to a fresh Inbox and runs ``sends(sock, sign)``; returns the Inbox's lines."""
+    import json as _json
+    import os
+    import socket
+
+    from grader import channel
+
+    inbox = channel.Inbox(key)
+    pid = os.fork()
+    if pid == 0:  # the "notebook's process"
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # as grader.child does
+            sock.connect(inbox.address)
+            if second_connection:
+                time.sleep(0.3)  # the first is taken by then
+                try:
+                    other = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    other.connect(inbox.address)
+                    other.sendall(channel.sign(key, b'{"event": "start", "index": 99}') if key else b"")
+                except OSError:
+                    pass
+            sends(sock, lambda payload: channel.sign(key, payload) if key else payload + b"\n")
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 30  # (a loaded machine)
+    while time.monotonic() < deadline:
+        inbox.collect(pid)
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.01)
+    inbox.collect(pid)
+    inbox.close()
+    return [_json.loads(line) for line in inbox.lines]
+
+
+def _flags(lines):
+    return [line["what"] for line in lines if line.get("event") == "flag"]
+
+
+def test_channel_keeps_signed_lines_of_the_notebooks_process_only():
+    """Signed lines are kept; a line the notebook's code writes without the grader's key is flagged, not kept; a
+    second connection is refused by the kernel (the worker stopped listening) or flagged, never read."""
+    def sends(sock, sign):
+        sock.sendall(sign(b'{"event": "start", "index": 0}'))
+        sock.sendall(b'{"event": "observed", "index": 0, "calls": []}\n')  # unsigned: the notebook's own code
+        sock.sendall(sign(b'{"event": "done", "index": 0, "error": ""}'))
+
+    lines = _inbox_with(sends, second_connection=True)
+    assert [line.get("event") for line in lines] == ["start", "flag", "done"], lines
+    assert "not signed" in lines[1]["what"]
+    assert not [line for line in lines if line.get("index") == 99], lines
+
+
+def test_channel_drops_what_a_forked_process_writes_on_the_inherited_connection():
+    """The kernel names the writer of every piece (SO_PASSCRED): a forked process's line, even signed, is dropped
+    and flagged; the notebook's own lines around it are kept whole."""
+    import os
+
+    def sends(sock, sign):
+        sock.sendall(sign(b'{"event": "start", "index": 0}'))
+        pid = os.fork()
+        if pid == 0:
+            sock.sendall(sign(b'{"event": "observed", "index": 0, "calls": ["forged"]}'))
+            os._exit(0)
+        os.waitpid(pid, 0)
+        sock.sendall(sign(b'{"event": "done", "index": 0, "error": ""}'))
+
+    lines = _inbox_with(sends)
+    assert "forged" not in str(lines) and [line.get("event") for line in lines] == ["start", "flag", "done"], lines
+    assert "other than the notebook's own" in lines[1]["what"]
+
+
+@pytest.mark.parametrize("payload", [
+    b"[" * 200_000 + b"]" * 200_000,  # RecursionError in json.loads: it killed the worker
+    b'{"event": "start", "index": "\xff\xfe"}',  # not UTF-8
+    b"x" * 5_000_000,  # longer than a message may be
+    b'["a list, not an object"]',
+], ids=["deep", "bad-utf8", "huge", "not-an-object"])
+def test_channel_contains_any_unreadable_report_and_flags_it(payload):
+    """Whatever a (signed) line holds, reading it never raises: it is dropped and flagged, and the lines after it are
+    still read."""
+    def sends(sock, sign):
+        sock.sendall(sign(b'{"event": "start", "index": 0}'))
+        sock.sendall(sign(payload))
+        sock.sendall(sign(b'{"event": "done", "index": 0, "error": ""}'))
+
+    lines = _inbox_with(sends)
+    assert [line.get("event") for line in lines] == ["start", "flag", "done"], [str(line)[:200] for line in lines]
+
+
+def test_channel_unsigned_mode_reads_plain_lines():
+    """Unsandboxed grading of trusted code (``python -m grader.child PLAN ADDRESS``) signs nothing."""
+    def sends(sock, sign):
+        sock.sendall(sign(b'{"event": "start", "index": 0}') + sign(b'{"event": "done", "index": 0, "error": ""}'))
+
+    assert [line.get("event") for line in _inbox_with(sends, key=None)] == ["start", "done"]
+
+
+_DYING_WORKER = r"""
+import json, sys
+for line in sys.stdin:
+    task = json.loads(line)
+    flag = json.dumps({"event": "flag", "index": 0, "what": "gc.get_objects (reaching the grader's objects)"})
+    print(json.dumps({"id": task["id"], "flags": [flag]}), flush=True)
+    sys.exit(9)  # then dies, as a worker the notebook took down would
+"""
+
+
+def test_flags_a_worker_handed_on_survive_its_death():
+    """A worker hands each flag on to the pool as it arrives ({"id", "flags"}), then dies before answering, on both
+    tries of the notebook: the notebook ends as "the grading worker died" and stays flagged (on the old code its
+    flags died with the worker)."""
+    import queue
+    import subprocess
+    import threading
+
+    from grader import pool as pool_module
+
+    def dying_worker(pool):
+        worker = object.__new__(pool_module._Worker)
+        worker.pool, worker.ready, worker.problem = pool, True, ""
+        worker.cgroups = sandbox._Cgroups.__new__(sandbox._Cgroups)
+        worker.cgroups.dirs = []
+        worker.process = subprocess.Popen([sys.executable, "-c", _DYING_WORKER], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, text=True, bufsize=1, start_new_session=True)
+        return worker
+
+    pool = object.__new__(pool_module.Pool)
+    pool.limits, pool._expected, pool._seconds = sandbox.Limits(), 0, []
+    pool._demand, pool.idle = threading.Condition(), queue.Queue()
+    pool._fresh = lambda: dying_worker(pool)  # type: ignore[method-assign]
+    pool.idle.put(dying_worker(pool))
+    try:
+        data, outcome = pool.run([{"kind": "code", "index": 0, "source": "pass"}], 5)
+    finally:
+        while not pool.idle.empty():
+            pool.idle.get().close()
+    assert outcome.stopped == "worker", outcome
+    assert b"gc.get_objects" in data, data
+
+
+def test_a_worker_that_cannot_remove_system_v_objects_retires(monkeypatch):
+    """What the worker could not remove (here: a shared memory segment that stays listed) makes it unfit: the pool
+    then grades the next notebook on a fresh worker (the retirement of a worker whose scratch could not be emptied)."""
+    from grader import worker
+
+    monkeypatch.setattr(worker, "_others", lambda: [])
+    monkeypatch.setattr(worker, "_leftovers", lambda folder: [])
+    monkeypatch.setattr(worker, "_sysv_objects", lambda kind: [32769] if kind == "shm" else [])
+    assert "System V IPC objects" in worker.unfit()
+    monkeypatch.setattr(worker, "_sysv_objects", lambda kind: [])
+    assert worker.unfit() == ""

@@ -430,26 +430,69 @@ def _forged_line() -> str:
     return json.dumps({"event": "observed", "index": 1, "calls": [{"observations": []}], "restored": []})
 
 
-def test_a_process_the_notebook_forks_cannot_report_for_it():
-    """A forked helper connects to the worker's socket and sends a forged observation: the worker keeps
-    nothing it sent (the kernel names another sender) and records a flag instead."""
-    source = _FIND_CHANNEL + f"""
-import os, socket, time
-pid = os.fork()
+_SOCKET_FDS = """
+def _socket_fds():
+    # every socket this process holds (the grader's channel among them): no audit event is raised for any of this
+    import os as _os, stat as _stat
+    found = []
+    for fd in range(3, 1024):
+        try:
+            if _stat.S_ISSOCK(_os.fstat(fd).st_mode):
+                found.append(fd)
+        except OSError:
+            pass
+    return found
+
+def _send_everywhere(data):
+    # the worker's socket (by its name in /proc/net/unix: refused once the notebook's connection is taken), and every
+    # socket descriptor held (the channel's, written without the grader's code)
+    import os as _os, socket as _socket
+    sent = []
+    try:
+        for name in set(line.split()[-1] for line in open("/proc/net/unix") if "@grader-" in line):
+            try:
+                s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+                s.settimeout(1)
+                s.connect("\\0" + name[1:])
+                s.sendall(data)
+                s.close()
+                sent.append(name)
+            except OSError:
+                pass
+    except OSError:
+        pass
+    for fd in _socket_fds():
+        try:
+            _os.write(fd, data)
+            sent.append(fd)
+        except OSError:
+            pass
+    return sent
+"""
+
+
+@pytest.mark.parametrize("fork", ["os.fork", "libc-fork"])
+def test_a_process_the_notebook_forks_cannot_report_for_it(fork):
+    """A forked helper sends a forged observation, both to the worker's socket and on every socket descriptor it
+    inherited (the channel among them): nothing it sent is kept. Forked through Python, it holds no channel (closed
+    at fork); forked by libc's fork() (no Python fork hooks run), it holds one, and the worker, which asks the kernel
+    who wrote each piece, drops its lines and flags them as another process's."""
+    forked = "os.fork()" if fork == "os.fork" else "__import__('ctypes').CDLL(None).fork()"
+    source = _SOCKET_FDS + f"""
+import os
+pid = {forked}
 if pid == 0:
     try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(_channel())
-        s.sendall({_forged_line()!r}.encode() + b"\\n")
-        s.close()
+        _send_everywhere({_forged_line()!r}.encode() + b"\\n")
     finally:
         os._exit(0)
 os.waitpid(pid, 0)
 """
     (events, outcome), = _run_events([source])
     assert not [e for e in events if e.get("event") == "observed"], f"a forged observation was kept: {events}"
-    flags = [e["what"] for e in events if e.get("event") == "flag"]
-    assert any("other than the notebook's own" in what for what in flags), events
+    if fork == "libc-fork":
+        flags = [e["what"] for e in events if e.get("event") == "flag"]
+        assert any("other than the notebook's own" in what for what in flags), events
 
 
 def test_the_notebooks_own_socket_to_the_worker_is_flagged_before_it_connects():
@@ -611,3 +654,187 @@ def test_a_flood_of_output_is_cut_with_a_note():
     done = next(e for e in events if e.get("event") == "done")
     text = "".join(o.get("text", "") for o in done["outputs"])
     assert len(text) < 300_000 and "more output not kept" in text
+
+
+# --- 8. the channel cannot be spoken for, nothing survives a notebook, threads (issue 19) ------------------
+
+
+def _rlimit_gc(restore: bool = True) -> str:
+    """A gc walk while the notebook's process may open no descriptor (soft RLIMIT_NOFILE 0), the limit raised again
+    afterwards (``restore``): on the old code the audit hook's report could not open its socket and said nothing."""
+    return f"""
+import gc as _gc, resource as _resource
+_soft, _hard = _resource.getrlimit(_resource.RLIMIT_NOFILE)
+_resource.setrlimit(_resource.RLIMIT_NOFILE, (0, _hard))
+_found = len(_gc.get_objects())
+{"_resource.setrlimit(_resource.RLIMIT_NOFILE, (_soft, _hard))" if restore else ""}
+"""
+
+
+def test_a_notebook_without_descriptors_cannot_silence_a_flag():
+    """setrlimit(RLIMIT_NOFILE, (0, hard)), a gc walk, the limit raised again: the walk is flagged and square's
+    checks score 0. Old code: the flag's socket could not be opened (EMFILE, swallowed), nothing was flagged and the
+    instructor's answers scored full marks after a gc walk (through which any observation can be forged)."""
+    (attacker,) = _grade_in_one_worker([_honest("rlimit-gc", extra=_rlimit_gc())])
+    assert attacker["flags"] and any("gc.get_objects" in f["what"] for f in attacker["flags"]), attacker
+    assert attacker["scores"]["square"] == 0, attacker
+
+
+def test_a_notebook_that_breaks_the_channel_ends_and_its_unobserved_checks_score_0():
+    """Every descriptor closed (the channel's among them), no descriptor may be opened, then a gc walk: the flag
+    cannot be sent, so the notebook ends there, said as "broke the grader's channel", and the checks after score 0.
+    The next notebook on that worker is graded as usual. Old code: nothing flagged, nothing said, the notebook went
+    on."""
+    breaker = "import os as _os\n_os.closerange(3, 4096)\n" + _rlimit_gc(restore=False)
+    attacker, after = _grade_in_one_worker([_honest("channel-breaker", extra=breaker), _honest("honest-after")])
+    assert all(score == 0 for score in attacker["scores"].values()), attacker
+    assert "broke the grader's channel" in attacker["problem"], attacker
+    assert after["scores"] == FULL and not after["problem"], after
+
+
+def test_a_program_the_notebook_execs_cannot_report_for_it():
+    """The notebook makes every descriptor inheritable and execs a fresh interpreter (same pid) that re-runs the
+    child's entry point, grader.child.run, on a plan of its own, and writes a forged report on every socket it
+    holds. Old code: the worker took the new program's reports as the notebook's (SO_PEERCRED names the same pid):
+    its cell's output came back. Now: the channel was closed by exec, the worker no longer listens, and a line
+    written on a kept descriptor is not signed: nothing of it is kept."""
+    forged_done = json.dumps({"event": "done", "index": 0, "error": "",
+                              "outputs": [{"output_type": "stream", "name": "stdout", "text": "forged-by-exec-fd"}]})
+    program = _SOCKET_FDS + textwrap.dedent(f"""
+    import sys
+    sys.path[:0] = PATHS_HERE
+    _send_everywhere({forged_done!r}.encode() + b"\\n")
+    import grader.child
+    names = set(line.split()[-1] for line in open("/proc/net/unix") if "@grader-" in line)
+    for name in names:
+        try:
+            grader.child.run([{{"kind": "code", "index": 0, "source": "print('forged-by-exec-run')"}}], "\\0" + name[1:])
+        except OSError:
+            pass
+    """)
+    source = f"""
+import os, sys
+for _fd in range(3, 1024):
+    try:
+        os.set_inheritable(_fd, True)
+    except OSError:
+        pass
+_program = {program!r}.replace("PATHS_HERE", repr(sys.path))
+os.execv(sys.executable, [sys.executable, "-c", _program])
+"""
+    (events, outcome), = _run_events([source], timeout=40)
+    assert "forged-by-exec" not in json.dumps(events), f"the exec'd program reported for the notebook: {events}"
+
+
+def test_connections_that_never_send_do_not_hold_the_worker():
+    """The notebook leaves half a line on every socket it holds, then keeps opening connections to the worker's socket
+    and never sends on them. Old code: the worker waited up to 5 s on each connection, past the notebook's time
+    limit, until the pool gave up on it ("the grading worker died") twice: 2 x (limit + 30) s. Now: the notebook ends
+    within its limit, the worker lives, and the next notebook is graded."""
+    stall = _SOCKET_FDS + """
+import os, socket, time
+for fd in _socket_fds():
+    try:
+        os.write(fd, b'{"event": "start", "index"')
+    except OSError:
+        pass
+held = []
+while True:  # until stopped: new connections faster than a worker that waits on each can drain them
+    for name in set(line.split()[-1] for line in open("/proc/net/unix") if "@grader-" in line):
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(0.2)
+            s.connect("\\0" + name[1:])
+            held.append(s)
+        except OSError:
+            pass
+    while len(held) > 500:
+        held.pop(0).close()
+    time.sleep(0.01)
+"""
+    started = time.monotonic()
+    (_, stalled), (after, outcome) = _run_events([stall, "print('next')"], timeout=12)
+    seconds = time.monotonic() - started
+    assert stalled.stopped == "timeout", stalled
+    assert seconds < 12 + 25, f"the stalling notebook held its worker {seconds:.0f} s (limit 12 s)"
+    assert any(e.get("event") == "done" and not e.get("error") for e in after), (after, outcome)
+
+
+def test_deeply_nested_json_does_not_kill_the_worker_and_flags_are_kept():
+    """After a flagged gc walk, the notebook sends a line of 200,000 nested brackets to the worker's socket and on
+    every socket it holds. Old code: the worker's json.loads raised RecursionError and the worker died, twice (the
+    notebook is retried): the notebook ended as "the grading worker died", its flag lost. Now: the worker lives,
+    the gc walk's flag is kept, and the next notebook is graded."""
+    deep = _SOCKET_FDS + """
+import gc
+gc.get_objects()
+_send_everywhere(b"[" * 200_000 + b"]" * 200_000 + b"\\n")
+"""
+    (events, outcome), (after, _) = _run_events([deep, "print('next')"])
+    assert outcome.stopped != "worker", (events, outcome)
+    flags = [e["what"] for e in events if e.get("event") == "flag"]
+    assert any("gc.get_objects" in what for what in flags), events
+    assert any(e.get("event") == "done" and not e.get("error") for e in after), after
+
+
+_SYSV_LEAVER = """
+import ctypes as _ctypes
+_libc = _ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = _ctypes.c_void_p
+_segment = _libc.shmget(0, 512 * 2**20, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600: 512 MiB
+_address = _libc.shmat(_segment, None, 0)
+_ctypes.memset(_address, 1, 512 * 2**20)  # touched: charged to the worker's memory as long as it exists
+_libc.shmdt(_ctypes.c_void_p(_address))
+_libc.semget(0, 4, 0o1600)
+_libc.msgget(0, 0o1600)
+"""
+
+_SYSV_LOOK = """
+_left = [line for kind in ("shm", "sem", "msg") for line in open(f"/proc/sysvipc/{kind}").read().splitlines()[1:]]
+_gib = torch.ones(2**27, dtype=torch.float64)  # 1 GiB, honestly
+_gib.add_(1)
+del _gib
+if _left:  # what an earlier notebook left costs this one its square points: the test sees it in the scores
+    Square = None
+"""
+
+
+def test_system_v_ipc_objects_do_not_survive_into_the_next_notebook():
+    """A notebook leaves a System V shared memory segment (512 MiB, touched), a semaphore set and a message queue;
+    they outlive its process in the worker's IPC namespace. Old code: the next notebook found all three (and the
+    segment's memory stayed charged to the worker: with bigger ones, an honest notebook allocating 1 GiB was
+    killed). Now: removed between notebooks, and the honest notebook after, which allocates 1 GiB, scores full."""
+    _, after = _grade_in_one_worker([_honest("sysv-leaver", extra=_SYSV_LEAVER),
+                                     _honest("honest-after", extra=_SYSV_LOOK)])
+    assert after["scores"] == FULL and not after["problem"], f"the honest notebook after the leaver: {after}"
+
+
+def test_posix_message_queues_cannot_be_made():
+    """POSIX message queues would outlive the notebook in a file system no one mounts in the sandbox (nothing could
+    list and remove them): mq_open is refused."""
+    body = """
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    info["mq_open"] = libc.mq_open(b"/grader-left", 0o100 | 0o2, 0o600, None)  # O_CREAT | O_RDWR
+    info["errno"] = ctypes.get_errno()
+    """
+    ((report,), _), = _run_in_one_worker([_report_code(body)])
+    assert report.get("mq_open") == -1, f"a POSIX message queue was made: {report}"
+
+
+def test_an_honest_notebook_that_asks_torch_for_two_threads_scores_full_marks():
+    """torch.set_num_threads(2) (and set_num_interop_threads(2)), then 512x512 matmuls: OpenMP would start a thread,
+    which the seccomp filter refuses. Old code: the process died, 0 of 24 points. Now: torch and OpenMP stay on the
+    one thread the sandbox allows, and the notebook scores full marks."""
+    threads = """
+import torch as _torch
+_torch.set_num_threads(2)
+_torch.set_num_interop_threads(2)
+_a = _torch.rand(512, 512)
+for _ in range(5):
+    _b = _a @ _a
+_c = _torch.rand(512, 512, dtype=_torch.float64) @ _torch.rand(512, 512, dtype=_torch.float64)
+"""
+    (honest,) = _grade_in_one_worker([_honest("two-threads", extra=threads)])
+    assert honest["scores"] == FULL and not honest["problem"] and not honest["flags"], honest
+
