@@ -116,6 +116,8 @@ ALWAYS_FLAGGED = {
     "sys.addaudithook": "adding an audit hook",
     "sys.settrace": "a trace hook (sys.settrace)",
     "sys.setprofile": "a profile hook (sys.setprofile)",
+    "os.exec": "replacing the process (os.exec*)",
+    "os.posix_spawn": "starting a program (os.posix_spawn)",
 }
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 PROC_DESCRIPTORS = ("/proc/", "/dev/fd")

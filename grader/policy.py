@@ -60,7 +60,7 @@ MODULES = frozenset({
 MODULE_REFUSED: dict[str, frozenset[str]] = {
     "torch": frozenset({"ops", "library", "classes", "hub", "jit", "load", "compile", "export", "fx", "package",
                         "multiprocessing", "distributed", "utils", "overrides", "from_file", "backends", "cuda",
-                        "mps", "xpu", "set_num_interop_threads", "onnx", "profiler", "serialization",
+                        "mps", "xpu", "onnx", "profiler", "serialization",
                         "UntypedStorage", "TypedStorage"}),
     "torch.autograd": frozenset({"profiler"}),
     "torch.autograd.graph": frozenset({"register_multi_grad_hook", "allow_mutation_on_saved_tensors",
@@ -86,7 +86,7 @@ REFUSED_EVERYWHERE = frozenset({
     "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook", "register_module",
     "register_step_pre_hook", "register_step_post_hook", "register_buffer_registration_hook",
     "register_vmap", "register_autograd", "register_fake", "register_kernel", "register_torch_dispatch",
-    "mro", "f_back", *INSPECT_ATTRIBUTES,
+    "mro", "f_back", "cell_contents", *INSPECT_ATTRIBUTES,
 })
 # Dunder names a graded cell may read as attributes, and the special methods its classes may define.
 DUNDER_ATTRIBUTES = frozenset({"__init__", "__name__", "__qualname__", "__doc__", "__version__"})

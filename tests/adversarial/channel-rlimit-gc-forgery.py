@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=0 exp=0 sinh=0 cube=0
 # bound: 15
+# policy: off
 # class: channel
 # flagged: square
 # why: forgery-gc-report-encoder's attack (a wrong backward, the `report` closure's encoder replaced through a gc

@@ -3,7 +3,7 @@
 # others: solution
 # expect: square=6 exp=6 sinh=6 cube=6
 # bound: 20
-# class: channel
+# class: channel policy
 # flagged: none
 # why: an honest student who asks torch for two threads before big matrix products (the instructor's answer to
 #      square, then torch.set_num_threads(2) and 512x512 matmuls). OpenMP started a thread, the seccomp filter
