@@ -96,5 +96,7 @@ c.GenerateFeedback.preprocessors = [
 # links and images stay), in every HTMLExporter nbgrader builds: `nbgrader generate_feedback` and formgrader's
 # view of a submission (both use nbgrader's templates, which call this filter and not nbconvert's clean_html).
 # sanitize_html: nbconvert's own cleaning of HTML outputs and raw cells too, and no JavaScript outputs.
-c.HTMLExporter.filters = {"markdown2html": "grader.untrusted.SanitizedMarkdown"}
+# clean_html: nbconvert's bleach list has no <img>, so the graphs the grader keeps (an SVG as a data: image, which runs
+# no script) came out as escaped text; nh3's cleaning keeps images from data: URLs and removes everything live.
+c.HTMLExporter.filters = {"markdown2html": "grader.untrusted.SanitizedMarkdown", "clean_html": "grader.untrusted.clean_html"}
 c.HTMLExporter.sanitize_html = True

@@ -54,7 +54,8 @@ MODULES = frozenset({
     "math", "cmath", "random", "statistics", "fractions", "decimal", "functools", "itertools", "collections",
     "collections.abc", "typing", "contextlib", "warnings", "time", "re", "copy", "weakref", "dataclasses",
     "matplotlib", "matplotlib.pyplot", "matplotlib.ticker", "matplotlib.colors", "matplotlib.cm",
-    "matplotlib.patches", "matplotlib.lines", "matplotlib.gridspec", "torchviz", "grader.graphs",
+    "matplotlib.patches", "matplotlib.lines", "matplotlib.gridspec", "torchviz", "grader.graphs", "grader.checks",
+    "grader.basics",
 })
 # Names refused on a module of MODULES (escape hatches and what reads or maps arbitrary files or memory).
 MODULE_REFUSED: dict[str, frozenset[str]] = {
@@ -74,9 +75,18 @@ MODULE_REFUSED: dict[str, frozenset[str]] = {
     "weakref": frozenset({"finalize"}),
     "copy": frozenset({"dispatch_table"}),  # copyreg's: a reducer's state makes copy setattr any name on any object
     "numpy.testing": frozenset({"measure", "runstring", "rundocs", "decorate_methods"}),  # exec strings, setattr
-    "grader.graphs": frozenset(),
 }
-MODULE_ALLOWED_ONLY: dict[str, frozenset[str]] = {"grader.graphs": frozenset({"draw", "show"})}
+# The grader's modules a notebook's cells use (the self-checks students may call again in their own cells, the
+# skip of unfinished exercises, the graph drawing): only those names, never the modules' other contents.
+MODULE_ALLOWED_ONLY: dict[str, frozenset[str]] = {
+    "grader.graphs": frozenset({"draw", "show"}),
+    "grader.checks": frozenset({"skip_if_unfinished", "forward", "first_derivatives", "second_derivatives",
+                                "structure", "forward_mode", "vmap"}),
+    "grader.basics": frozenset({"check_vjp", "check_vjp_keeps_grad", "check_mean_gradient",
+                                "check_mean_gradient_stale", "check_mean_gradient_copy", "check_second_derivative",
+                                "check_second_derivative_general", "check_hvp", "check_hvp_forward_over_reverse",
+                                "check_penalty_value", "check_penalty_gradient"}),
+}
 # Names refused on any object that is not the notebook's own: hooks that outlive a call, raw memory, pickling.
 REFUSED_EVERYWHERE = frozenset({
     "ctypes", "ctypeslib", "tofile", "from_file", "data_ptr", "untyped_storage", "storage", "share_memory_",
@@ -365,7 +375,7 @@ class CourseTransformer(RestrictingNodeTransformer):
             self.error(node, "relative imports are not available in graded code")
             return node
         self.check_import_names(node)
-        if node.module not in MODULES:
+        if node.module not in MODULES and not all(f"{node.module}.{a.name}" in MODULES for a in node.names):
             self.error(node, f"from {node.module} import ...: the module {node.module} is not available in graded code")
         for alias in node.names:
             if alias.name in MODULE_REFUSED.get(node.module, ()) or (
@@ -662,6 +672,8 @@ class Runtime:
         return module if parts[0] in MODULES else _refuse_module(parts[0])
 
     def import_from(self, module: str, name: str) -> Any:
+        if f"{module}.{name}" in MODULES:  # from grader import checks: a module of the list, not its package
+            return self.import_(f"{module}.{name}", True)
         if module not in MODULES:
             raise _refused(f"from {module} import ...")
         imported = __import__(module, fromlist=[name])

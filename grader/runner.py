@@ -176,13 +176,14 @@ class SandboxRefused(RuntimeError):
 
 
 def grade_notebook(path: Path, instructor_path: Path | None = None, timeout: float = DEFAULT_TIMEOUT,
-                   allow_unsandboxed: bool = False, hide: list[Path] | None = None) -> NotebookResult:
-    """Grade ``path``: its code runs in the sandbox, its checks are judged here."""
+                   allow_unsandboxed: bool = False, hide: list[Path] | None = None, policy: bool = True) -> NotebookResult:
+    """Grade ``path``: its code runs in the sandbox, its checks are judged here. ``policy=False``: no cell runs under
+    the course's policy (only to test the layers beneath it)."""
     notebook = nbformat.read(str(path), as_version=4)
     instructor = nbformat.read(str(instructor_path), as_version=4) if instructor_path else notebook
     tests_from = str(instructor_path) if instructor_path else "the notebook's own test cells"
     own = instructor_sources(instructor) if instructor_path else frozenset()
-    return grade_cells(str(path), cells_to_run(notebook, instructor_cells(instructor), own), tests_from, timeout,
+    return grade_cells(str(path), cells_to_run(notebook, instructor_cells(instructor), own, policy), tests_from, timeout,
                        allow_unsandboxed, hide or _course_roots(path, instructor_path))
 
 

@@ -78,7 +78,8 @@ def _feeder(root: Path, monkeypatch, exclude: str = "", force: bool = True):
     monkeypatch.setattr(runner, "cells_to_run", lambda *args, **kwargs: [])
     coursedir = CourseDirectory(root=str(root), student_id_exclude=exclude)
     plugin = SimpleNamespace(timeout=5.0, log=logging.getLogger("test"), parent=SimpleNamespace(
-        parent=SimpleNamespace(force=force)), _trusted_cells=lambda db_url, assignment, notebook: {"cell": object()})
+        parent=SimpleNamespace(force=force)), _trusted_cells=lambda db_url, assignment, notebook: {"cell": object()},
+        _instructor_sources=lambda assignment, notebook: frozenset(), policy=True)
     classroom = nbgrader_plugins._Classroom()
     classroom.pool, classroom.executor = SimpleNamespace(size=2), _Executor()
     feeder = nbgrader_plugins._Feeder(classroom, plugin, coursedir, {"assignment": course.ASSIGNMENT,

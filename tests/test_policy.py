@@ -193,6 +193,15 @@ HONEST = {
         x = torch.randn(3, dtype=torch.double, requires_grad=True)
         assert torch.autograd.gradcheck(Exp.apply, (x,))
     """,
+    "the course's self-checks and graphs used again in a student's own cell": """
+        import torch
+        from grader import checks, basics
+        from grader.graphs import draw
+        with checks.skip_if_unfinished("square"):
+            x = torch.ones(2, requires_grad=True)
+            (x * 2).sum().backward()
+        assert callable(checks.forward) and callable(basics.check_vjp) and callable(draw)
+    """,
     "a pasted script": """
         import torch
 
@@ -218,6 +227,8 @@ ATTACKS = [
     ("resource limits", "import resource", "resource"),
     ("ctypes", "import ctypes", "ctypes"),
     ("the grader's own modules", "from grader import child", "grader"),
+    ("the grader's modules behind the self-checks", "from grader import checks\nchecks.observe", "grader.checks.observe"),
+    ("the grader's package", "import grader.checks", "grader"),
     ("the grader's modules through a facade", "import grader.graphs\ngrader.graphs", "grader"),
     ("a traceback's frames", "try:\n    1/0\nexcept Exception as e:\n    tb = e.__traceback__", "__traceback__"),
     ("f_back", "def f(frame):\n    return frame.f_back", "f_back"),

@@ -28,7 +28,15 @@ def test_a_patched_gradcheck_cannot_pass_a_wrong_backward(tmp_path):
     wrong = mistake_source(EXAMPLES / "mistakes" / "square-wrong-sign.py")
     patch = "\nimport torch\ntorch.autograd.gradcheck = lambda *a, **k: True\ntorch.autograd.gradgradcheck = lambda *a, **k: True\n"
     build_submission(RELEASE, {"square": wrong + patch}, tmp_path)
+    # under the course's policy the patch is refused (changing a module of torch's) ...
     result = runner.grade_notebook(tmp_path / "03_double_backward.ipynb", SOLUTIONS / "03_double_backward.ipynb")
+    square = {c.grade_id: c.status for c in result.cells if c.grade_id.startswith("square-")}
+    assert square == {"square-forward": "passed", "square-first-order": "failed", "square-second-order": "failed",
+                      "square-structure": "passed"}
+    assert result.restored == []
+    # ... and beneath it, the guard puts torch's functions back before observing
+    result = runner.grade_notebook(tmp_path / "03_double_backward.ipynb", SOLUTIONS / "03_double_backward.ipynb",
+                                   policy=False)
     square = {c.grade_id: c.status for c in result.cells if c.grade_id.startswith("square-")}
     assert square == {"square-forward": "passed", "square-first-order": "failed", "square-second-order": "failed",
                       "square-structure": "passed"}
