@@ -372,7 +372,10 @@ def test_the_guards_cost_little() -> None:
     assert time.process_time() - start < 0.5
 
 
-def _shell_with_policy():
+@pytest.fixture
+def shell_with_policy():
+    """An IPython shell with the policy installed, as grader.child makes one; gone afterwards (a shell left behind
+    makes this process look like a notebook to the self-checks of the tests that follow)."""
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
@@ -380,11 +383,13 @@ def _shell_with_policy():
     shell.init_user_ns()
     policy.Runtime(shell.user_ns).install()
     shell.ast_transformers[:] = [policy.PolicyTransformer()]
-    return shell
+    yield shell
+    shell.ast_transformers[:] = []
+    InteractiveShell.clear_instance()
 
 
-def test_in_ipython_a_refused_cell_runs_no_line_of_it() -> None:
-    shell = _shell_with_policy()
+def test_in_ipython_a_refused_cell_runs_no_line_of_it(shell_with_policy) -> None:
+    shell = shell_with_policy
     try:
         result = shell.run_cell("ran = True\nimport os, sys\n", store_history=False)
         assert result.error_before_exec is not None and "ran" not in shell.user_ns
@@ -396,10 +401,10 @@ def test_in_ipython_a_refused_cell_runs_no_line_of_it() -> None:
         shell.ast_transformers[:] = []
 
 
-def test_the_policy_fails_closed_when_it_breaks(monkeypatch) -> None:
+def test_the_policy_fails_closed_when_it_breaks(monkeypatch, shell_with_policy) -> None:
     """IPython unregisters a transformer that raises anything but InputRejected and runs the cell (and the rest of
     the notebook) as it is: a bug of the policy's must reject the cell instead."""
-    shell = _shell_with_policy()
+    shell = shell_with_policy
 
     def broken(tree):
         raise ValueError("a bug of the policy's")
