@@ -205,7 +205,15 @@ EN: dict[str, Message] = {
     ),
     "second_derivative_wrong": Message(
         "the derivative of your gradient with respect to `{name}` is wrong.",
-        "Check the backward of your backward (e.g. CubeBackward.backward) against the formula, term by term.",
+        "Differentiate the formula your backward returns once more by hand and compare it, term by term, with the "
+        "numbers above (for Cube, that formula is CubeBackward.backward's).",
+    ),
+    "second_derivative_overflow": Message(
+        "the derivative of your gradient with respect to `{name}` is {value} at x = {x}, where PyTorch's is finite: "
+        "a step of your backward overflows there (inf / inf, 0 · inf or inf − inf).",
+        "torch.where does not shield a derivative: the branch it does not pick is still differentiated, and its nan "
+        "times 0 is nan. Compute every branch only where it is finite (e.g. torch.sigmoid(x) instead of "
+        "eˣ / (1 + eˣ)), so that backward's own backward stays finite too.",
     ),
     "gradgradcheck_failed": Message(
         "torch.autograd.gradgradcheck disagrees with your backward's backward: {detail}",
@@ -570,6 +578,12 @@ EN.update({
         "values[..., j] = x[..., indices[..., j]], so grad_x[..., indices[..., j]] = grad_values[..., j]: scatter it, "
         "`torch.zeros_like(grad_values).scatter(-1, indices, grad_values)` (or gather with the inverse permutation, "
         "`indices.argsort(dim=-1)`).",
+    ),
+    "sort_scatter_wrong_dim": Message(
+        "backward sends the gradient back along dimension {dim}, but forward sorts along the last dimension: "
+        "the sort's indices are positions in the last dimension ({error}).",
+        "Scatter along the dimension you sorted: `torch.zeros_like(grad_values).scatter(-1, indices, grad_values)` "
+        "(dim=-1, the same as in torch.sort(x, dim=-1)).",
     ),
     "index_not_integer": Message(
         "{op}() needs an int64 index, and your backward gives it a floating-point tensor ({error}).",
