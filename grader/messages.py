@@ -760,6 +760,16 @@ EN.update({
         "{function} changed w.grad: it must return the penalty, not call .backward().",
         "Use torch.autograd.grad(..., create_graph=True) for the gradient with respect to x; leave w.grad alone.",
     ),
+    "penalty_changed_x": Message(
+        "{function} changed the caller's x (its requires_grad flag or its .grad): x must be left as it came.",
+        "Differentiate with respect to a leaf of your own: `x = x.detach().requires_grad_()` at the start, never "
+        "`x.requires_grad_(True)` on the tensor you were given.",
+    ),
+    "penalty_norm_over_dim_1": Message(
+        "{function} takes the norm over dimension 1 only: for image-shaped samples [B, C, H, W] that is one norm per "
+        "sample AND per pixel, not one norm per sample.",
+        "Flatten each sample's gradient first: g.flatten(1).norm(dim=1) (or g.norm(2, dim=tuple(range(1, g.dim())))).",
+    ),
     "penalty_wrong_shape": Message(
         "{function} returns shape {received_shape}, expected a 0-d tensor (one number for the batch).",
         "Average the per-sample penalties over the batch: ((norms - 1) ** 2).mean().",

@@ -319,6 +319,12 @@ def _penalty_probes(sizes: Sequence[int], seed: int) -> list[_PenaltyProbe]:
                       lambda ops: lambda w, x: ops["Softplus"](x @ w[:hidden * features].reshape(hidden, features).T)
                       @ w[hidden * features:],
                       _rand(gen, hidden * features + hidden), _rand(gen, batch, features), uses=("Softplus",)),
+        # Image-shaped samples [B, C, H, W]: each sample's gradient has several dimensions, and its norm is taken over
+        # all of them (a norm over dimension 1 alone is the same as the flattened one only for 2-D x).
+        _PenaltyProbe(f"f(w, x) = 2 * tanh(sum(w * x) over each sample's (2, 2, {features})), x of shape "
+                      f"({batch}, 2, 2, {features}) (images: [B, C, H, W])",
+                      lambda ops: lambda w, x: 2 * torch.tanh((w * x).flatten(1).sum(1)),
+                      _rand(gen, 2, 2, features, low=-0.8, high=0.8), _rand(gen, batch, 2, 2, features)),
     ]
 
 
@@ -341,7 +347,8 @@ def _observe_penalty(fn: Callable[..., Any], p: _PenaltyProbe, stale: None,
         return {"missing": ops}
     w, x = _leaf(p.w), p.x.clone()
     error, result = _invoke(fn, (_opaque(p.make(ops)), w, x))
-    obs: Obs = {"w_after": _plain(w), "x_after": _plain(x), "w_grad_after": None if w.grad is None else _plain(w.grad)}
+    obs: Obs = {"w_after": _plain(w), "x_after": _plain(x), "w_grad_after": None if w.grad is None else _plain(w.grad),
+                "x_requires_grad": bool(x.requires_grad), "x_grad_after": None if x.grad is None else _plain(x.grad)}
     if error is not None:
         obs["error"] = error
         return obs
@@ -364,12 +371,15 @@ def _penalty_variants(p: _PenaltyProbe) -> dict[str, torch.Tensor]:
     f, w, x = p.reference(), p.w, p.x.detach().requires_grad_()
     (g,) = torch.autograd.grad(f(w, x).sum(), x)
     per_sample = g.flatten(1)
-    return {
+    variants = {
         "penalty_norm_over_batch": (per_sample.norm() - 1) ** 2,
         "penalty_squared_norm": ((per_sample.pow(2).sum(1) - 1) ** 2).mean(),
         "penalty_sum_not_mean": ((per_sample.norm(dim=1) - 1) ** 2).sum(),
         "penalty_missing_minus_one": (per_sample.norm(dim=1) ** 2).mean(),
     }
+    if g.dim() > 2:  # a norm over dimension 1 only: one norm per sample and per remaining position
+        variants["penalty_norm_over_dim_1"] = ((g.norm(dim=1) - 1) ** 2).mean()
+    return variants
 
 
 def _judge_penalty_probe(check: str, p: _PenaltyProbe, stale: None, obs: Obs) -> None:
@@ -382,7 +392,12 @@ def _judge_penalty_probe(check: str, p: _PenaltyProbe, stale: None, obs: Obs) ->
         raise _Fail("hvp_needs_function", names=", ".join(missing), probe_function=p.desc)
     _fail_if_raised("penalty", obs)
     _fail_if_modified("w", p.w, _tensor_field(obs, "w_after"))
-    _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"), requires_grad=True)
+    _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"))
+    # The caller's x comes without requires_grad and without .grad, and must leave as it came (the docstring's
+    # rule: a leaf of your own, x.detach().requires_grad_()); each flag is read from what the observer saw.
+    if _bool_field(obs, "x_requires_grad") or _grad_field(obs, "x_grad_after", p.x.shape) is not None:
+        raise _Fail("penalty_changed_x", where="x.requires_grad / x.grad", expected="False / None",
+                    received="changed by your function")
     if _grad_field(obs, "w_grad_after", p.w.shape) is not None:
         raise _Fail("penalty_changed_w_grad", where="w.grad", expected="None", received="a tensor")
     w = _leaf(p.w)
@@ -454,6 +469,8 @@ MISTAKES: dict[str, tuple[str, ...]] = {
     "hvp_function_not_twice_differentiable": ("names", "error_type", "error"),
     "hvp_function_not_saved_for_forward": ("names", "error_type", "error"),
     "penalty_changed_w_grad": (),
+    "penalty_changed_x": (),
+    "penalty_norm_over_dim_1": (),
     "penalty_wrong_shape": ("received_shape", "expected_shape"),
     "penalty_norm_over_batch": (),
     "penalty_squared_norm": (),
