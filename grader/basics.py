@@ -1017,13 +1017,16 @@ def _judge_all(check: str, spec: _Check, args: dict[str, Any], observations: Any
     if len(observations) != len(setups):
         raise _Fail("malformed_observations",
                     why=f"expected {len(setups)} observations (one per probe), received {len(observations)}")
+    notes: list[str] = []
     for i, ((probe, stale), obs) in enumerate(zip(setups, observations, strict=True)):
         try:
             if not isinstance(obs, dict):
                 raise _Malformed(f"observation {i} is a {_type_name(obs)}, not a dict")
             if obs.get("check") != check or type(obs.get("probe")) is not int or obs.get("probe") != i:
                 raise _Malformed(f"observation {i} is not the observation of probe {i} of {check}")
-            spec.judge_one(check, probe, stale, obs)
+            note = spec.judge_one(check, probe, stale, obs)
+            if isinstance(note, str) and note not in notes:
+                notes.append(note)  # a probe not counted, and why (notebook 4: an unfit Function of the student's)
         except _Fail as failure:
             failure.probe = probe.desc
             raise
@@ -1032,7 +1035,8 @@ def _judge_all(check: str, spec: _Check, args: dict[str, Any], observations: Any
         except Exception as exc:  # data nothing above anticipated (or a bug of ours): never a pass
             raise _Fail("malformed_observations", probe=probe.desc,
                         why=f"{_type_name(exc)}: {_first_line(_text(exc))}") from None
-    return spec.summary.format(n=len(setups))
+    summary = spec.summary.format(n=len(setups))
+    return "; ".join([summary, *notes])
 
 
 def judge(check: str, observations: list[Obs], **kwargs: Any) -> str:

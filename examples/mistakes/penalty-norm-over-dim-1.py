@@ -1,7 +1,7 @@
 # exercise: penalty
 # mistake: the per-sample norm is taken over dimension 1 only, not over each flattened sample: right for 2-D x, wrong for images [B, C, H, W]
 # expect: value=penalty_norm_over_dim_1 gradient=penalty_norm_over_dim_1
-# caught-by: reference
+# caught-by: neither
 # seen: https://github.com/caogang/wgan-gp/issues/25
 def gradient_penalty(f, w, x):
     x = x.detach().requires_grad_()
