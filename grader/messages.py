@@ -297,6 +297,34 @@ EN: dict[str, Message] = {
         "f(x) and v have shape {output_shape}; the answer has one entry per entry of x: differentiate with "
         "respect to x.",
     ),
+    "vjp_transposed": Message(
+        "your result has shape {received_shape}: it is vᵀJ transposed (its transpose is exactly right).",
+        "Return vᵀJ in the shape of x, {expected_shape}: drop the .t() / .T (torch.autograd.grad with "
+        "grad_outputs=v already returns it shaped like x).",
+    ),
+    "vjp_grad_none_on_entry": Message(
+        "your code uses x.grad, but x.grad is None when the function starts ({error_type}: {error}).",
+        "x.grad stays None until a backward writes into it, so x.grad.zero_() fails on a fresh x. Do not use x.grad "
+        "at all here: torch.autograd.grad(f(x), x, grad_outputs=v) returns vᵀJ and leaves x.grad alone.",
+    ),
+    "vjp_matmul_shape": Message(
+        "a matrix product in your code does not line up ({error_type}: {error}): v @ J works only when f(x) and x "
+        "are 1-D, since the Jacobian J has shape f(x).shape + x.shape.",
+        "Let autograd do the product: torch.autograd.grad(f(x), x, grad_outputs=v) returns vᵀJ in the shape of x for "
+        "any shapes (or flatten: v.reshape(-1) @ J.reshape(v.numel(), x.numel()), then reshape to x.shape).",
+    ),
+    "len_of_0d_tensor": Message(
+        "your code calls len() on a 0-d tensor ({error_type}: {error}): a 0-d tensor such as x = 2.0 has no "
+        "first dimension to count.",
+        "Use x.numel() for the number of entries (1 for a 0-d tensor) and x.shape for the dimensions; or avoid "
+        "loops over entries altogether: grad_outputs=torch.ones_like(...) works for every shape.",
+    ),
+    "index_of_0d_tensor": Message(
+        "your code indexes a 0-d tensor ({error_type}: {error}): for a 0-d x (x = 2.0) the derivatives, and a "
+        "Hessian built from them, are 0-d too, so h[i] or h[i, i] does not exist.",
+        "Avoid indexing entries: with grad_outputs=torch.ones_like(...) both grad calls return tensors shaped like x, "
+        "0-d included (or reshape to 1-D with x.reshape(-1) and the result back to x.shape).",
+    ),
     "vjp_ones_as_grad_outputs": Message(
         "your result is vᵀJ with v = all ones: torch.ones_like(...) was passed as grad_outputs instead of v.",
         "Pass the given v instead: grad_outputs=v.",
@@ -385,6 +413,20 @@ EN: dict[str, Message] = {
         "({error_type}: {error}).",
         "The first derivative is a plain tensor (and the first grad call frees the graph) unless you ask "
         "autograd to record how it was computed: pass create_graph=True to the FIRST torch.autograd.grad call.",
+    ),
+    "second_wrong_input": Message(
+        "the second differentiation is with respect to `{input}`, which the first derivative does not depend on "
+        "({error_type}: {error}).",
+        "Ignore PyTorch's advice to set allow_unused=True: it would only return None. The first derivative g is a "
+        "function of `{x}` (not of f's output): differentiate g with respect to `{x}`, "
+        "torch.autograd.grad(g, {x}, grad_outputs=torch.ones_like(g)).",
+    ),
+    "second_forgot_create_graph_and_wrong_input": Message(
+        "two things: the first derivative was computed without create_graph=True, and the line above "
+        "differentiates it with respect to `{input}`, not `{x}` ({error_type}: {error}).",
+        "Pass create_graph=True to the FIRST torch.autograd.grad call (so that its result can be differentiated), "
+        "and differentiate that result g with respect to `{x}` itself: torch.autograd.grad(g, {x}, "
+        "grad_outputs=torch.ones_like(g)).",
     ),
     "second_forgot_grad_outputs": Message(
         "a derivative of a tensor that is not a scalar was asked for without grad_outputs "

@@ -98,6 +98,45 @@ CORRECT: list[tuple[Callable[..., None], Callable[..., Any], dict[str, Any]]] = 
 ]
 
 
+def vjp_torch_func(f, x, v):
+    _, pullback = torch.func.vjp(f, x)
+    return pullback(v)[0]
+
+
+def vjp_autograd_functional(f, x, v):
+    return torch.autograd.functional.vjp(f, x, v)[1]
+
+
+def second_torch_func(f, x):  # f is elementwise: d/dx sum(f'(x)) = f''(x), entry by entry
+    return torch.func.grad(lambda t: torch.func.grad(lambda u: f(u).sum())(t).sum())(x)
+
+
+def second_autograd_functional(f, x):
+    g = lambda t: torch.autograd.functional.vjp(f, t, torch.ones_like(t), create_graph=True)[1]  # noqa: E731
+    return torch.autograd.functional.vjp(g, x, torch.ones_like(x))[1]
+
+
+# Notebook 1 teaches torch.autograd.grad; an answer by another of PyTorch's own APIs that returns the right values and
+# leaves x and x.grad alone is correct, and scores full marks (the grader judges results and side effects, not which
+# API computed them). The notebook says so next to the exercises.
+OTHER_APIS = [
+    (basics.check_vjp, vjp_torch_func), (basics.check_vjp_keeps_grad, vjp_torch_func),
+    (basics.check_vjp, vjp_autograd_functional), (basics.check_vjp_keeps_grad, vjp_autograd_functional),
+    (basics.check_second_derivative, second_torch_func), (basics.check_second_derivative_general, second_torch_func),
+    (basics.check_second_derivative, second_autograd_functional),
+    (basics.check_second_derivative_general, second_autograd_functional),
+]
+
+
+@pytest.mark.parametrize("check, fn", OTHER_APIS, ids=lambda p: getattr(p, "__name__", str(p)))
+def test_answers_with_torch_func_or_autograd_functional_get_full_marks(check, fn, capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(fn)
+    out, err = capsys.readouterr()
+    assert out.startswith("✓ ") and err == "", (out, err)
+
+
 @pytest.mark.parametrize("check, fn, kwargs", CORRECT, ids=lambda p: getattr(p, "__name__", str(p)))
 def test_correct_answers_pass_quietly_and_fast(check, fn, kwargs, capsys):
     with warnings.catch_warnings():
@@ -217,6 +256,20 @@ def vjp_meta(f, x, v):  # a tensor without data: the observer cannot read it
     return torch.empty(x.shape, dtype=x.dtype, device="meta")
 
 
+def vjp_transposed(f, x, v):  # right for 1-D x; for x of shape (2, 3) it returns (3, 2)
+    return torch.autograd.grad(f(x), x, grad_outputs=v)[0].t() if x.dim() == 2 else vjp_ok(f, x, v)
+
+
+def vjp_zero_then_backward(f, x, v):  # accumulate's zeroing, on an x.grad that is still None
+    x.grad.zero_()
+    f(x).backward(v)
+    return x.grad.clone()
+
+
+def vjp_v_at_jacobian(f, x, v):  # v @ J: right only when x and f(x) are 1-D
+    return v @ torch.autograd.functional.jacobian(f, x)
+
+
 # (check, wrong answer, mistake id, fragments of the message the student reads)
 VJP_WRONG = [
     (basics.check_vjp, stub_nbgrader, "not_implemented",
@@ -247,6 +300,11 @@ VJP_WRONG = [
      ["changed x.grad", "where:    x.grad", "expected: None"]),
     (basics.check_vjp_keeps_grad, vjp_backward_then_zero, "vjp_changed_x_grad", ["changed x.grad"]),
     (basics.check_vjp_keeps_grad, stub_nbgrader, "not_implemented", ["is not implemented yet"]),
+    (basics.check_vjp, vjp_transposed, "vjp_transposed", ["vᵀJ transposed", "received: shape (3, 2), its transpose",
+                                                          "drop the .t()"]),
+    (basics.check_vjp, vjp_zero_then_backward, "vjp_grad_none_on_entry",
+     ["x.grad is None when the function starts", "'NoneType' object has no attribute 'zero_'", "in your code: line"]),
+    (basics.check_vjp, vjp_v_at_jacobian, "vjp_matmul_shape", ["does not line up", "f(x).shape + x.shape"]),
 ]
 
 
@@ -451,6 +509,32 @@ def second_returns_f(f, x):
     return f(x).detach()
 
 
+def second_no_create_graph_wrong_pair(f, x):  # two mistakes: no create_graph, and d g / d y instead of d g / d x
+    y = f(x)
+    (g,) = torch.autograd.grad(y, x, grad_outputs=torch.ones_like(y))
+    (h,) = torch.autograd.grad(g, y, grad_outputs=torch.ones_like(g))
+    return h
+
+
+def second_wrong_pair(f, x):  # create_graph fixed: PyTorch now says "Set allow_unused=True"
+    y = f(x)
+    (g,) = torch.autograd.grad(y, x, grad_outputs=torch.ones_like(y), create_graph=True)
+    (h,) = torch.autograd.grad(g, y, grad_outputs=torch.ones_like(g))
+    return h
+
+
+def second_loops_over_len(f, x):
+    y = f(x)
+    (g,) = torch.autograd.grad(y, x, grad_outputs=torch.ones_like(y), create_graph=True)
+    return torch.stack([torch.autograd.grad(g.reshape(-1)[i], x, retain_graph=True)[0].reshape(-1)[i]
+                        for i in range(len(x))]).reshape(x.shape)
+
+
+def second_hessian_diagonal(f, x):
+    h = torch.autograd.functional.hessian(lambda t: f(t).sum(), x)
+    return h[0, 0] if x.dim() == 0 else second_ok(f, x)
+
+
 SECOND_WRONG = [
     (basics.check_second_derivative, stub_nbgrader, "not_implemented", ["second_derivative(f, x) is not implemented yet"]),
     (basics.check_second_derivative, second_no_create_graph, "second_forgot_create_graph",
@@ -467,6 +551,14 @@ SECOND_WRONG = [
     (basics.check_second_derivative_general, second_backward, "second_changed_x_grad",
      ["changed x.grad", "x = 2.0 (a 0-d tensor)"]),
     (basics.check_second_derivative_general, second_only_1d, "raised_error", ["IndexError", "in your code: line"]),
+    (basics.check_second_derivative, second_no_create_graph_wrong_pair, "second_forgot_create_graph_and_wrong_input",
+     ["two things", "with respect to `y`, not `x`", "create_graph=True to the FIRST", "torch.autograd.grad(g, x,"]),
+    (basics.check_second_derivative, second_wrong_pair, "second_wrong_input",
+     ["with respect to `y`", "Ignore PyTorch's advice to set allow_unused=True", "torch.autograd.grad(g, x,"]),
+    (basics.check_second_derivative_general, second_loops_over_len, "len_of_0d_tensor",
+     ["len() on a 0-d tensor", "x.numel()"]),
+    (basics.check_second_derivative_general, second_hessian_diagonal, "index_of_0d_tensor",
+     ["indexes a 0-d tensor", "too many indices for tensor of dimension 0"]),
 ]
 
 WRONG = VJP_WRONG + ACC_WRONG + SECOND_WRONG
