@@ -6,8 +6,18 @@ probes, computes PyTorch's answers (the gradient and Hessian by ``torch.autograd
 
 Some probe functions are built from the student's own custom Functions (``Softplus`` from notebook 4,
 and ``Square``, ``Exp``, ``Sinh`` when the notebook carries them over from notebook 3): an HVP or a
-gradient penalty goes through their double backward. The judge's reference uses PyTorch's ops instead,
-so a wrong Function shows up as "right on plain PyTorch functions, wrong through your Softplus".
+gradient penalty goes through their double backward. The judge's reference uses PyTorch's ops instead.
+
+One mistake costs points in one place. A probe built from the student's own Functions counts only when those
+Functions are fit for it: the observer also computes the answer the way a correct solution does (double backward;
+for ``hvp_forward`` torch.func's jvp of grad; the penalty and its gradient with respect to w) through the student's
+Functions, and the judge compares that with PyTorch's. When it raises (a stub, no jvp, the classic style under
+torch.func, a backward that is not differentiable) or differs, the Function's own checks already count the mistake:
+the probe is not charged to hvp / gradient_penalty (unless their answer is right anyway), and the check's ✓ line says
+which probes were not counted and names the Function's answer cell (``own_function_excused``). When the Functions
+are fit, anything wrong on the probe is the answer's own (e.g. an hvp written with torch.func, which cannot go
+through notebook 3's classic-style Square: ``hvp_torch_func_through_classic_function``). A forged "unfit" record can
+only excuse a probe through the student's own Functions; the probes on plain PyTorch functions always count.
 
 The grader's probe functions also record, each time they are called, how: under which ``torch.func``
 transforms (grad, jvp, vmap) and with a forward-mode tangent or not. That tells double backward,
