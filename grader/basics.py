@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+import types
 import sysconfig
 import traceback
 import warnings
@@ -117,6 +119,11 @@ MISTAKES: dict[str, tuple[str, ...]] = {
     "vjp_wrong_sign": (),
     "vjp_wrong": (),
     "vjp_changed_x_grad": (),
+    "vjp_transposed": ("received_shape", "expected_shape"),
+    "vjp_grad_none_on_entry": ("error_type", "error"),
+    "vjp_matmul_shape": ("error_type", "error"),
+    "len_of_0d_tensor": ("error_type", "error"),
+    "index_of_0d_tensor": ("error_type", "error"),
     # accumulate
     "accumulate_grad_none_on_entry": ("error_type", "error"),
     "accumulate_backward_twice": ("error_type", "error"),
@@ -136,6 +143,8 @@ MISTAKES: dict[str, tuple[str, ...]] = {
     "second_forgot_create_graph": ("error_type", "error"),
     "second_forgot_grad_outputs": ("error_type", "error"),
     "second_grad_outputs_wrong_shape": ("error_type", "error"),
+    "second_wrong_input": ("error_type", "error", "input", "x"),
+    "second_forgot_create_graph_and_wrong_input": ("error_type", "error", "input", "x"),
     "second_wrong_shape": ("received_shape", "expected_shape"),
     "second_returned_first_derivative": (),
     "second_off_by_factor_two": ("factor",),
@@ -252,12 +261,22 @@ def _first_line(text: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+# A matrix product whose shapes do not line up (v @ J with J of shape f(x).shape + x.shape), as PyTorch words it.
+_MATMUL_SHAPE_ERRORS = ("shapes cannot be multiplied", "size mismatch", "Expected size for first two dimensions of batch2",
+                        "inconsistent tensor size")
+# A 0-d tensor (x = 2.0, and then its derivatives) used as if it had a dimension.
+_ZERO_D_ERRORS = [("len() of a 0-d tensor", "len_of_0d_tensor"), ("invalid index of a 0-dim tensor", "index_of_0d_tensor"),
+                  ("too many indices for tensor of dimension 0", "index_of_0d_tensor")]
+
 # Known PyTorch error messages -> the mistake they reveal, per exercise (first match wins).
 _ERROR_MISTAKES: dict[str, list[tuple[str, str]]] = {
     "vjp": [
         ("grad can be implicitly created only for scalar outputs", "vjp_forgot_grad_outputs"),
         ("Mismatch in shape", "vjp_grad_outputs_wrong_shape"),
         ("does not require grad", "vjp_output_not_connected"),
+        ("'NoneType' object has no attribute", "vjp_grad_none_on_entry"),
+        *(( needle, "vjp_matmul_shape") for needle in _MATMUL_SHAPE_ERRORS),
+        *_ZERO_D_ERRORS,
     ],
     "accumulate": [
         ("'NoneType' object has no attribute", "accumulate_grad_none_on_entry"),
@@ -271,6 +290,9 @@ _ERROR_MISTAKES: dict[str, list[tuple[str, str]]] = {
         ("Trying to backward through the graph a second time", "second_forgot_create_graph"),
         ("grad can be implicitly created only for scalar outputs", "second_forgot_grad_outputs"),
         ("Mismatch in shape", "second_grad_outputs_wrong_shape"),
+        # PyTorch's own advice ("Set allow_unused=True") leads the wrong way: the input is the wrong tensor
+        ("not have been used in the graph", "second_wrong_input"),
+        *_ZERO_D_ERRORS,
     ],
 }
 
@@ -447,12 +469,30 @@ def _fail_if_raised(ex: str, obs: Obs) -> None:
     code = _first_line(_str_field(error, "code", optional=True) or "")
     details = {"error_type": name, "error": _first_line(text) or "—", "code": code}
     mistake = next((m for needle, m in _ERROR_MISTAKES[ex] if needle in text), None)
+    if mistake in ("second_forgot_create_graph", "second_wrong_input"):
+        wrt = _grad_input_name(code)
+        x_name = error.get("x_name") if isinstance(error.get("x_name"), str) else "x"
+        if wrt and wrt != x_name:  # the line differentiates with respect to another tensor than the function's x
+            mistake = "second_forgot_create_graph_and_wrong_input" if mistake == "second_forgot_create_graph" else mistake
+            details["input"] = wrt
+        details.setdefault("input", "another tensor")
+        details["x"] = x_name
     # PyTorch's own NotImplementedError ("implement the jvp function") is one of the known errors, not a stub
     if mistake is None and _bool_field(error, "not_implemented"):
         raise _Fail("not_implemented", code=code, error=_first_line(text))
     if mistake is None:
         raise _Fail("raised_error", stage=f"running {SIGNATURES[ex]}", **details)
     raise _Fail(mistake, **details)
+
+
+_GRAD_CALL = re.compile(r"grad\(\s*(?:outputs\s*=\s*)?[^,()]+(?:\([^()]*\))?\s*,\s*(?:inputs\s*=\s*)?[(\[]?\s*"
+                        r"(?P<name>[A-Za-z_]\w*)\s*[,)\]]")
+
+
+def _grad_input_name(code: str) -> str:
+    """The tensor the student's line differentiates with respect to (``grad(g, y, ...)`` -> ``y``), or ''."""
+    match = _GRAD_CALL.search(code or "")
+    return match.group("name") if match else ""
 
 
 def _as_result(result: Any, shape: torch.Size, wrong_shape: str, **shape_fields: Any) -> torch.Tensor:
@@ -619,6 +659,11 @@ def _judge_vjp(p: _VjpProbe, result: Any) -> None:
     if value is not None and value.shape == jac.shape and value.shape != p.x.shape:
         raise _Fail("vjp_returned_jacobian", received_shape=tuple(value.shape), expected_shape=tuple(p.x.shape),
                     expected=f"shape {_fmt_shape(p.x.shape)}", received=f"shape {_fmt_shape(value.shape)}")
+    if (value is not None and value.dim() == 2 and value.t().shape == p.x.shape and value.is_floating_point()
+            and _close(value.t().to(DTYPE), expected) and not _close(value.to(DTYPE), expected)):
+        raise _Fail("vjp_transposed", received_shape=tuple(value.shape), expected_shape=tuple(p.x.shape),
+                    expected=f"shape {_fmt_shape(p.x.shape)}", received=f"shape {_fmt_shape(value.shape)}, its "
+                    "transpose is right")
     got = _as_result(result, p.x.shape, "vjp_wrong_shape", output_shape=tuple(p.v.shape))
     if _close(got, expected):
         return
@@ -891,6 +936,14 @@ def _elementwise_derivatives(p: _ElementwiseProbe) -> tuple[torch.Tensor, torch.
     return first, second
 
 
+def _parameter_name(fn: Any, position: int) -> str | None:
+    """The name the student's plain Python function gives its parameter at ``position`` (e.g. x), if it is one."""
+    if type(fn) is not types.FunctionType:
+        return None
+    code = fn.__code__
+    return str(code.co_varnames[position]) if code.co_argcount > position else None
+
+
 def _observe_second(fn: Callable[..., Any], p: _ElementwiseProbe, stale: torch.Tensor | None) -> Obs:
     """Call the student's second_derivative; record the result, x and x.grad before/after."""
     x = _leaf(p.x)
@@ -899,6 +952,7 @@ def _observe_second(fn: Callable[..., Any], p: _ElementwiseProbe, stale: torch.T
     obs: Obs = {"x_grad_before": _grad_record(x)}
     error, result = _invoke(fn, (p.f, x))
     if error is not None:
+        error["x_name"] = _parameter_name(fn, 1)  # for naming a grad call with respect to another tensor
         obs["error"] = error
     else:
         obs["result"] = _result_record(result)
@@ -1017,13 +1071,16 @@ def _judge_all(check: str, spec: _Check, args: dict[str, Any], observations: Any
     if len(observations) != len(setups):
         raise _Fail("malformed_observations",
                     why=f"expected {len(setups)} observations (one per probe), received {len(observations)}")
+    notes: list[str] = []
     for i, ((probe, stale), obs) in enumerate(zip(setups, observations, strict=True)):
         try:
             if not isinstance(obs, dict):
                 raise _Malformed(f"observation {i} is a {_type_name(obs)}, not a dict")
             if obs.get("check") != check or type(obs.get("probe")) is not int or obs.get("probe") != i:
                 raise _Malformed(f"observation {i} is not the observation of probe {i} of {check}")
-            spec.judge_one(check, probe, stale, obs)
+            note = spec.judge_one(check, probe, stale, obs)
+            if isinstance(note, str) and note not in notes:
+                notes.append(note)  # a probe not counted, and why (notebook 4: an unfit Function of the student's)
         except _Fail as failure:
             failure.probe = probe.desc
             raise
@@ -1032,7 +1089,8 @@ def _judge_all(check: str, spec: _Check, args: dict[str, Any], observations: Any
         except Exception as exc:  # data nothing above anticipated (or a bug of ours): never a pass
             raise _Fail("malformed_observations", probe=probe.desc,
                         why=f"{_type_name(exc)}: {_first_line(_text(exc))}") from None
-    return spec.summary.format(n=len(setups))
+    summary = spec.summary.format(n=len(setups))
+    return "; ".join([summary, *notes])
 
 
 def judge(check: str, observations: list[Obs], **kwargs: Any) -> str:

@@ -21,6 +21,7 @@ silently, float32 gradients, and ``ctx.needs_input_grad`` misuse.
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any, Callable, Iterator, NoReturn, Sequence
 
 import torch
@@ -66,6 +67,12 @@ class _Judge:
             fields["function"] = error.get("function") or self.ex.title
         if mistake == "wrong_gradient_shape" and probe is not None:
             mistake, fields = _explain_shape_error(fields, probe)
+        if self.ex.id == "sortvalues" and mistake == "raised_error":
+            # scatter/gather along another dimension than the sort's (the last): the engine's IndexError names it
+            wrong_dim = re.search(r"out of bounds for dimension (\d+) with size", str(fields.get("error", "")))
+            if wrong_dim and probe is not None and int(wrong_dim.group(1)) != probe.inputs[0].dim() - 1:
+                mistake = "sort_scatter_wrong_dim"
+                fields["dim"] = wrong_dim.group(1)
         if mistake == "gradient_for_non_tensor" and probe is not None:
             position = int(fields.get("position", 1)) - 1  # the engine counts from 1 here
             if 0 <= position < len(probe.names):
@@ -411,6 +418,7 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
                 continue
             if obs.get("sinh_extra_outputs_ignored"):
                 judge.fail("extra_output_gradients_ignored", probe, name=name)
+            _fail_if_overflow(judge, probe, e, r, f"d(your gradient)/d{name}", "second_derivative_overflow", name=name)
             _fail_if_float32_precision(judge, probe, e, r, name, f"d(your gradient)/d{name}")
             where, ev, rv = dx.worst_element(e, r)
             others = [names[k] for k, ek in enumerate(expected) if k != j and _close(probe, r, ek)]

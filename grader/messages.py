@@ -205,7 +205,15 @@ EN: dict[str, Message] = {
     ),
     "second_derivative_wrong": Message(
         "the derivative of your gradient with respect to `{name}` is wrong.",
-        "Check the backward of your backward (e.g. CubeBackward.backward) against the formula, term by term.",
+        "Differentiate the formula your backward returns once more by hand and compare it, term by term, with the "
+        "numbers above (for Cube, that formula is CubeBackward.backward's).",
+    ),
+    "second_derivative_overflow": Message(
+        "the derivative of your gradient with respect to `{name}` is {value} at x = {x}, where PyTorch's is finite: "
+        "a step of your backward overflows there (inf / inf, 0 · inf or inf − inf).",
+        "torch.where does not shield a derivative: the branch it does not pick is still differentiated, and its nan "
+        "times 0 is nan. Compute every branch only where it is finite (e.g. torch.sigmoid(x) instead of "
+        "eˣ / (1 + eˣ)), so that backward's own backward stays finite too.",
     ),
     "gradgradcheck_failed": Message(
         "torch.autograd.gradgradcheck disagrees with your backward's backward: {detail}",
@@ -288,6 +296,34 @@ EN: dict[str, Message] = {
         "your result has shape {received_shape}, but vᵀJ has the shape of x, {expected_shape}.",
         "f(x) and v have shape {output_shape}; the answer has one entry per entry of x: differentiate with "
         "respect to x.",
+    ),
+    "vjp_transposed": Message(
+        "your result has shape {received_shape}: it is vᵀJ transposed (its transpose is exactly right).",
+        "Return vᵀJ in the shape of x, {expected_shape}: drop the .t() / .T (torch.autograd.grad with "
+        "grad_outputs=v already returns it shaped like x).",
+    ),
+    "vjp_grad_none_on_entry": Message(
+        "your code uses x.grad, but x.grad is None when the function starts ({error_type}: {error}).",
+        "x.grad stays None until a backward writes into it, so x.grad.zero_() fails on a fresh x. Do not use x.grad "
+        "at all here: torch.autograd.grad(f(x), x, grad_outputs=v) returns vᵀJ and leaves x.grad alone.",
+    ),
+    "vjp_matmul_shape": Message(
+        "a matrix product in your code does not line up ({error_type}: {error}): v @ J works only when f(x) and x "
+        "are 1-D, since the Jacobian J has shape f(x).shape + x.shape.",
+        "Let autograd do the product: torch.autograd.grad(f(x), x, grad_outputs=v) returns vᵀJ in the shape of x for "
+        "any shapes (or flatten: v.reshape(-1) @ J.reshape(v.numel(), x.numel()), then reshape to x.shape).",
+    ),
+    "len_of_0d_tensor": Message(
+        "your code calls len() on a 0-d tensor ({error_type}: {error}): a 0-d tensor such as x = 2.0 has no "
+        "first dimension to count.",
+        "Use x.numel() for the number of entries (1 for a 0-d tensor) and x.shape for the dimensions; or avoid "
+        "loops over entries altogether: grad_outputs=torch.ones_like(...) works for every shape.",
+    ),
+    "index_of_0d_tensor": Message(
+        "your code indexes a 0-d tensor ({error_type}: {error}): for a 0-d x (x = 2.0) the derivatives, and a "
+        "Hessian built from them, are 0-d too, so h[i] or h[i, i] does not exist.",
+        "Avoid indexing entries: with grad_outputs=torch.ones_like(...) both grad calls return tensors shaped like x, "
+        "0-d included (or reshape to 1-D with x.reshape(-1) and the result back to x.shape).",
     ),
     "vjp_ones_as_grad_outputs": Message(
         "your result is vᵀJ with v = all ones: torch.ones_like(...) was passed as grad_outputs instead of v.",
@@ -377,6 +413,20 @@ EN: dict[str, Message] = {
         "({error_type}: {error}).",
         "The first derivative is a plain tensor (and the first grad call frees the graph) unless you ask "
         "autograd to record how it was computed: pass create_graph=True to the FIRST torch.autograd.grad call.",
+    ),
+    "second_wrong_input": Message(
+        "the second differentiation is with respect to `{input}`, which the first derivative does not depend on "
+        "({error_type}: {error}).",
+        "Ignore PyTorch's advice to set allow_unused=True: it would only return None. The first derivative g is a "
+        "function of `{x}` (not of f's output): differentiate g with respect to `{x}`, "
+        "torch.autograd.grad(g, {x}, grad_outputs=torch.ones_like(g)).",
+    ),
+    "second_forgot_create_graph_and_wrong_input": Message(
+        "two things: the first derivative was computed without create_graph=True, and the line above "
+        "differentiates it with respect to `{input}`, not `{x}` ({error_type}: {error}).",
+        "Pass create_graph=True to the FIRST torch.autograd.grad call (so that its result can be differentiated), "
+        "and differentiate that result g with respect to `{x}` itself: torch.autograd.grad(g, {x}, "
+        "grad_outputs=torch.ones_like(g)).",
     ),
     "second_forgot_grad_outputs": Message(
         "a derivative of a tensor that is not a scalar was asked for without grad_outputs "
@@ -571,6 +621,12 @@ EN.update({
         "`torch.zeros_like(grad_values).scatter(-1, indices, grad_values)` (or gather with the inverse permutation, "
         "`indices.argsort(dim=-1)`).",
     ),
+    "sort_scatter_wrong_dim": Message(
+        "backward sends the gradient back along dimension {dim}, but forward sorts along the last dimension: "
+        "the sort's indices are positions in the last dimension ({error}).",
+        "Scatter along the dimension you sorted: `torch.zeros_like(grad_values).scatter(-1, indices, grad_values)` "
+        "(dim=-1, the same as in torch.sort(x, dim=-1)).",
+    ),
     "index_not_integer": Message(
         "{op}() needs an int64 index, and your backward gives it a floating-point tensor ({error}).",
         "Save the permutation as integers for backward (`ctx.save_for_backward(indices.long())`, or torch.sort's own "
@@ -684,18 +740,6 @@ EN.update({
         "H v mixes coordinates: differentiate g against v in one call, grad(g, x, grad_outputs=v), instead of "
         "working element by element.",
     ),
-    "hvp_wrong_through_function": Message(
-        "{function} is right on plain PyTorch functions but wrong on a function built from your {names}: "
-        "the double backward of {names} is the cause.",
-        "Check {names}'s second-derivative check (and re-run its answer cell): an HVP goes through its backward's "
-        "own backward.",
-    ),
-    "hvp_function_not_twice_differentiable": Message(
-        "{function} works on plain PyTorch functions, but through your {names} the gradient has no graph to "
-        "differentiate ({error_type}: {error}): {names}'s backward is not differentiable.",
-        "Fix {names} first (its second-derivative check says how: no .detach(), NumPy or torch.no_grad() in "
-        "backward, no @once_differentiable); your hvp itself is fine on the other functions.",
-    ),
     "hvp_wrong": Message(
         "{function} does not return PyTorch's Hessian-vector product.",
         "Compute g = grad(f(x), x, create_graph=True), then grad(g, x, grad_outputs=v); compare with the numbers "
@@ -718,33 +762,37 @@ EN.update({
         "{function} differentiates with respect to an x that does not require grad ({error_type}: {error}).",
         "x arrives without requires_grad: start with `x = x.detach().requires_grad_()`.",
     ),
+    "hvp_torch_func_through_classic_function": Message(
+        "{function} uses torch.func, which cannot go through {names}: {names} is written in the classic style "
+        "(forward takes ctx), as notebook 3 teaches, and is right as it is ({error_type}: {error}).",
+        "hvp must work for any f, also one built from classic-style Functions: compute it with torch.autograd.grad "
+        "twice (create_graph=True on the first), which goes through every Function. torch.func belongs in "
+        "hvp_forward, whose f is built from setup_context-style Functions only.",
+    ),
+    # A probe through one of the student's own Functions that is not fit for it (PyTorch's own recipe through it
+    # fails) is not charged to hvp / gradient_penalty: the check's summary says so, naming the cell that is wrong.
+    "own_function_excused": Message(
+        "not counted: the probes through your {names}, which is not right yet ({why}); {names}'s own checks (the "
+        "test cells of the answer cell {cells}) count that, and your function was judged on the other probes",
+        "Fix {names} in the answer cell {cells}; these probes then count here again.",
+    ),
     "hvp_no_create_graph": Message(
         "the gradient cannot be differentiated again ({error_type}: {error}).",
         "Pass create_graph=True to the first torch.autograd.grad so that autograd records the gradient's own graph.",
     ),
-    "hvp_function_needs_setup_context": Message(
-        "torch.func cannot go through one of your Functions ({error_type}: {error}).",
-        "Write that Function in the setup_context style (forward without ctx); see its own structure check.",
-    ),
-    "hvp_function_without_jvp": Message(
-        "forward mode cannot go through one of your Functions: it has no jvp ({error_type}: {error}).",
-        "Give that Function a jvp staticmethod (and save_for_forward what it reads); see its forward-mode check.",
-    ),
-    "hvp_function_not_twice_differentiable": Message(
-        "{function} is right on plain PyTorch functions, but differentiating twice through your {names} fails: "
-        "the gradient that {names}'s backward returns has no graph ({error_type}: {error}).",
-        "Check {names}'s second-derivative check: its backward must be made of differentiable PyTorch ops on what "
-        "it saved (no @once_differentiable, no .detach(), no torch.no_grad()).",
-    ),
-    "hvp_function_not_saved_for_forward": Message(
-        "{function} is right on plain PyTorch functions, but forward mode through your {names} fails: its jvp finds "
-        "nothing in ctx.saved_tensors ({error_type}: {error}).",
-        "In {names}'s setup_context, also call `ctx.save_for_forward(...)` for what jvp reads; see its forward-mode "
-        "check.",
-    ),
     "penalty_changed_w_grad": Message(
         "{function} changed w.grad: it must return the penalty, not call .backward().",
         "Use torch.autograd.grad(..., create_graph=True) for the gradient with respect to x; leave w.grad alone.",
+    ),
+    "penalty_changed_x": Message(
+        "{function} changed the caller's x (its requires_grad flag or its .grad): x must be left as it came.",
+        "Differentiate with respect to a leaf of your own: `x = x.detach().requires_grad_()` at the start, never "
+        "`x.requires_grad_(True)` on the tensor you were given.",
+    ),
+    "penalty_norm_over_dim_1": Message(
+        "{function} takes the norm over dimension 1 only: for image-shaped samples [B, C, H, W] that is one norm per "
+        "sample AND per pixel, not one norm per sample.",
+        "Flatten each sample's gradient first: g.flatten(1).norm(dim=1) (or g.norm(2, dim=tuple(range(1, g.dim())))).",
     ),
     "penalty_wrong_shape": Message(
         "{function} returns shape {received_shape}, expected a 0-d tensor (one number for the batch).",
@@ -766,10 +814,6 @@ EN.update({
         "{function} penalises ‖g‖² rather than (‖g‖ − 1)²: the target norm 1 is missing.",
         "WGAN-GP pushes each sample's gradient norm towards 1: ((norms - 1) ** 2).mean().",
     ),
-    "penalty_wrong_through_function": Message(
-        "{function} is right on plain PyTorch models but wrong on the model built from your {names}.",
-        "Check {names}'s forward and first-derivative checks: the penalty uses your Function's backward.",
-    ),
     "penalty_wrong": Message(
         "{function} does not return the gradient penalty mean((‖∂f/∂xᵢ‖ − 1)²).",
         "Gradient of f(w, x).sum() with respect to x (one row per sample), per-sample norms, then "
@@ -779,11 +823,6 @@ EN.update({
         "the penalty cannot be differentiated with respect to w: its gradient was computed without a graph.",
         "Pass create_graph=True to torch.autograd.grad when you take the gradient with respect to x: the penalty "
         "is then a function of w that training can differentiate (double backward).",
-    ),
-    "penalty_gradient_wrong_through_function": Message(
-        "the penalty's gradient with respect to w is wrong on the model built from your {names}, right on plain "
-        "PyTorch models: {names}'s double backward is the cause.",
-        "Check {names}'s second-derivative check: d penalty / dw goes through its backward's own backward.",
     ),
     "penalty_gradient_wrong": Message(
         "the penalty's gradient with respect to w differs from PyTorch's.",

@@ -6,8 +6,18 @@ probes, computes PyTorch's answers (the gradient and Hessian by ``torch.autograd
 
 Some probe functions are built from the student's own custom Functions (``Softplus`` from notebook 4,
 and ``Square``, ``Exp``, ``Sinh`` when the notebook carries them over from notebook 3): an HVP or a
-gradient penalty goes through their double backward. The judge's reference uses PyTorch's ops instead,
-so a wrong Function shows up as "right on plain PyTorch functions, wrong through your Softplus".
+gradient penalty goes through their double backward. The judge's reference uses PyTorch's ops instead.
+
+One mistake costs points in one place. A probe built from the student's own Functions counts only when those
+Functions are fit for it: the observer also computes the answer the way a correct solution does (double backward;
+for ``hvp_forward`` torch.func's jvp of grad; the penalty and its gradient with respect to w) through the student's
+Functions, and the judge compares that with PyTorch's. When it raises (a stub, no jvp, the classic style under
+torch.func, a backward that is not differentiable) or differs, the Function's own checks already count the mistake:
+the probe is not charged to hvp / gradient_penalty (unless their answer is right anyway), and the check's ✓ line says
+which probes were not counted and names the Function's answer cell (``own_function_excused``). When the Functions
+are fit, anything wrong on the probe is the answer's own (e.g. an hvp written with torch.func, which cannot go
+through notebook 3's classic-style Square: ``hvp_torch_func_through_classic_function``). A forged "unfit" record can
+only excuse a probe through the student's own Functions; the probes on plain PyTorch functions always count.
 
 The grader's probe functions also record, each time they are called, how: under which ``torch.func``
 transforms (grad, jvp, vmap) and with a forward-mode tangent or not. That tells double backward,
@@ -122,6 +132,7 @@ class _HvpProbe:
     v: torch.Tensor
     uses: tuple[str, ...] = ()  # the student's Functions f is built from
     optional: bool = False  # judged only when the notebook defines every Function in ``uses``
+    forward_mode: bool = False  # the probe of check_hvp_forward_over_reverse (the grader's own route: jvp of grad)
     reference_ops: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
     def reference(self) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -144,7 +155,7 @@ def _hvp_probes(sizes: Sequence[int], seed: int, forward_mode: bool = False) -> 
         b, c = _rand(gen, n + 2, n), _rand(gen, n + 2)
         probes.append(_HvpProbe(f"f(x) = sum(c * Softplus(B @ x)) with your Softplus, B of shape ({n + 2}, {n})",
                                 lambda ops, b=b, c=c: lambda t: (c * ops["Softplus"](b @ t)).sum(),
-                                _rand(gen, n), _rand(gen, n), uses=("Softplus",)))
+                                _rand(gen, n), _rand(gen, n), uses=("Softplus",), forward_mode=forward_mode))
         if forward_mode:
             continue  # notebook 3's Functions are written with ctx in forward and have no jvp: not for torch.func
         # One each, so that a wrong one is named. Not Cube: its CubeBackward is differentiable once by design
@@ -178,7 +189,58 @@ def _observe_hvp(fn: Callable[..., Any], p: _HvpProbe, stale: None, namespace: d
         obs["error"] = error
     else:
         obs["result"] = _result_record(result)
+    if p.uses:
+        obs["own"] = _own_record(lambda: _grader_hvp(p.make(ops), p.x.clone(), p.v.clone(), p.forward_mode))
     return obs
+
+
+def _grader_hvp(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Tensor,
+                forward_mode: bool) -> torch.Tensor:
+    """H v the way a correct answer computes it (the solutions' way), here through the student's own Functions:
+    whether it comes out right says whether those Functions are fit for this probe."""
+    if forward_mode:
+        return torch.func.jvp(torch.func.grad(f), (x,), (v,))[1]
+    x = x.detach().requires_grad_()
+    (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+    (hv,) = torch.autograd.grad(g, x, v)
+    return hv
+
+
+def _own_record(compute: Callable[[], Any]) -> Obs:
+    """What the grader's own computation through the student's Functions gave: a value or the error it raised."""
+    error, value = _invoke(compute, ())
+    if error is not None:
+        return {"error": error}
+    return {"value": _result_record(value)}
+
+
+def _own_unfit(p: Any, obs: Obs, expected: Callable[[], Any]) -> str | None:
+    """Why the student's own Functions a probe goes through are not fit for it (the grader's own computation
+    through them raised, or differs from PyTorch's), or None when they are. ``expected``: PyTorch's value(s)."""
+    own = _field(obs, "own")
+    if not isinstance(own, dict) or len(own) != 1 or not ({"error"} >= set(own) or {"value"} >= set(own)):
+        raise _Malformed("'own' is not one error or one value")
+    if "error" in own:
+        error = _field(own, "error")
+        text = _first_line(_str_field(error, "message") or "")
+        if _bool_field(error, "not_implemented"):
+            return f"it still raises NotImplementedError ({text})" if text else "it still raises NotImplementedError"
+        return f"{_first_line(_str_field(error, 'type') or '', 100) or 'Exception'}: {text}"
+    record = _field(own, "value")
+    values = expected()
+    value = _result_value(record)
+    if value is None or value.shape != values.shape or not _close(value.to(torch.float64), values):
+        return "PyTorch's own recipe through it gives a wrong result"
+    return None
+
+
+def _excused(p: Any, why: str) -> str:
+    """The note a check adds to its summary for a probe it did not count (``grader.messages``' own_function_excused)."""
+    from . import messages
+
+    note = messages.message("own_function_excused")
+    fields = {"names": ", ".join(p.uses), "why": why, "cells": ", ".join(f"`{n.lower()}`" for n in p.uses)}
+    return f"{note.title.format(**fields)}. {note.hint.format(**fields)}"
 
 
 def _calls(obs: Obs) -> list[Obs]:
@@ -203,17 +265,6 @@ def _fail_if_x_untracked(obs: Obs, calls: list[Obs]) -> None:
     text = _str_field(error, "message") or ""
     if "does not require grad" in text:
         raise _Fail("hvp_x_not_tracked", error_type=_first_line(_str_field(error, "type") or "", 100) or "Exception",
-                    error=_first_line(text), code=_first_line(_str_field(error, "code", optional=True) or ""))
-
-
-def _fail_if_jvp_read_nothing(p: _HvpProbe, obs: Obs) -> None:
-    """A jvp of the student's Function reading ctx.saved_tensors that only save_for_backward filled: an empty tuple
-    (judged after the plain functions of its size passed, so the Function is the cause)."""
-    error = _field(obs, "error")
-    text = _str_field(error, "message") or ""
-    if "got 0)" in text and (_str_field(error, "function") or "").endswith(".jvp"):
-        raise _Fail("hvp_function_not_saved_for_forward", names=", ".join(p.uses),
-                    error_type=_first_line(_str_field(error, "type") or "", 100) or "Exception",
                     error=_first_line(text), code=_first_line(_str_field(error, "code", optional=True) or ""))
 
 
@@ -250,15 +301,19 @@ def _judge_hvp_probe(check: str, p: _HvpProbe, stale: None, obs: Obs) -> None:
             return  # not carried over from notebook 3: nothing to judge through them
         raise _Fail("hvp_needs_function", names=", ".join(missing), probe_function=p.desc)
     calls = _calls(obs)
+    if p.uses:
+        # One mistake costs points in one place: a probe through the student's own Functions counts only when they
+        # are fit for it (PyTorch's own recipe through them gives PyTorch's H v); otherwise their own checks
+        # already count the mistake, and this check names them and judges hvp on the other probes.
+        why = _own_unfit(p, obs, lambda: _hvp_reference(p)[0])
+        if why is not None and not _result_is(obs, lambda: _hvp_reference(p)[0]):
+            return _excused(p, why)
     _fail_if_x_untracked(obs, calls)
     try:
         _fail_if_raised("hvp", obs)
-    except _Fail as failure:  # the plain functions came first and passed: the student's Function is the cause
-        if p.uses and failure.mistake == "hvp_no_create_graph":
-            raise _Fail("hvp_function_not_twice_differentiable", names=", ".join(p.uses), code=failure.code,
-                        error_type=failure.fields.get("error_type", ""), error=failure.fields.get("error", "")) from None
-        if p.uses and failure.mistake == "raised_error":
-            _fail_if_jvp_read_nothing(p, obs)
+    except _Fail as failure:
+        if failure.mistake == "hvp_torch_func_through_classic_function":
+            failure.fields["names"] = ", ".join(p.uses) or "one of your Functions"
         raise
     _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"), requires_grad=True)
     if _bool_field(obs, "x_requires_grad") or _grad_field(obs, "x_grad_after", p.x.shape) is not None:
@@ -274,8 +329,6 @@ def _judge_hvp_probe(check: str, p: _HvpProbe, stale: None, obs: Obs) -> None:
             raise _Fail("hvp_ones_not_v", **diff)
         if _close(got, torch.diagonal(hess) * p.v):
             raise _Fail("hvp_diagonal_only", **diff)
-        if p.uses:
-            raise _Fail("hvp_wrong_through_function", names=", ".join(p.uses), **diff)
         raise _Fail("hvp_wrong", **diff)
     transforms = {t for call in calls for t in call["transforms"]}
     forward = "Jvp" in transforms or any(call["dual"] for call in calls)
@@ -285,6 +338,18 @@ def _judge_hvp_probe(check: str, p: _HvpProbe, stale: None, obs: Obs) -> None:
         raise _Fail("hvp_not_double_backward")
     if check == "check_hvp_forward_over_reverse" and not forward:
         raise _Fail("hvp_not_forward_mode")
+    return None
+
+
+def _result_is(obs: Obs, expected: Callable[[], torch.Tensor]) -> bool:
+    """The student's function returned PyTorch's value (then an unfit Function of theirs excuses nothing)."""
+    if "result" not in obs:
+        return False
+    value = _result_value(_field(obs, "result"))
+    if value is None:
+        return False
+    want = expected()
+    return value.shape == want.shape and _close(value.to(torch.float64), want)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,6 +384,12 @@ def _penalty_probes(sizes: Sequence[int], seed: int) -> list[_PenaltyProbe]:
                       lambda ops: lambda w, x: ops["Softplus"](x @ w[:hidden * features].reshape(hidden, features).T)
                       @ w[hidden * features:],
                       _rand(gen, hidden * features + hidden), _rand(gen, batch, features), uses=("Softplus",)),
+        # Image-shaped samples [B, C, H, W]: each sample's gradient has several dimensions, and its norm is taken over
+        # all of them (a norm over dimension 1 alone is the same as the flattened one only for 2-D x).
+        _PenaltyProbe(f"f(w, x) = 2 * tanh(sum(w * x) over each sample's (2, 2, {features})), x of shape "
+                      f"({batch}, 2, 2, {features}) (images: [B, C, H, W])",
+                      lambda ops: lambda w, x: 2 * torch.tanh((w * x).flatten(1).sum(1)),
+                      _rand(gen, 2, 2, features, low=-0.8, high=0.8), _rand(gen, batch, 2, 2, features)),
     ]
 
 
@@ -341,11 +412,16 @@ def _observe_penalty(fn: Callable[..., Any], p: _PenaltyProbe, stale: None,
         return {"missing": ops}
     w, x = _leaf(p.w), p.x.clone()
     error, result = _invoke(fn, (_opaque(p.make(ops)), w, x))
-    obs: Obs = {"w_after": _plain(w), "x_after": _plain(x), "w_grad_after": None if w.grad is None else _plain(w.grad)}
+    obs: Obs = {"w_after": _plain(w), "x_after": _plain(x), "w_grad_after": None if w.grad is None else _plain(w.grad),
+                "x_requires_grad": bool(x.requires_grad), "x_grad_after": None if x.grad is None else _plain(x.grad)}
     if error is not None:
         obs["error"] = error
+        if p.uses:
+            obs["own"] = _own_record(lambda: _grader_penalty(p.make(ops), _leaf(p.w), p.x.clone()))
         return obs
     obs["result"] = _result_record(result)
+    if p.uses:
+        obs["own"] = _own_record(lambda: _grader_penalty(p.make(ops), _leaf(p.w), p.x.clone()))
     if isinstance(result, torch.Tensor):
         with torch._C.DisableTorchFunctionSubclass():  # a subclass's own methods answer nothing below
             result = result.as_subclass(torch.Tensor)
@@ -359,17 +435,34 @@ def _observe_penalty(fn: Callable[..., Any], p: _PenaltyProbe, stale: None,
     return obs
 
 
+def _grader_penalty(f: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], w: torch.Tensor,
+                    x: torch.Tensor) -> torch.Tensor:
+    """[the penalty, then its gradient with respect to w], flattened into one vector: computed the way a correct
+    answer does, here through the student's own Functions (whether it is right says whether they are fit)."""
+    value = penalty_reference(f, w, x)
+    (gradient,) = torch.autograd.grad(value, w)
+    return torch.cat([value.detach().reshape(1), gradient.reshape(-1)])
+
+
+def _penalty_expected(p: _PenaltyProbe) -> torch.Tensor:
+    """PyTorch's [penalty, d penalty / d w] on probe p (what ``_grader_penalty`` gives through fit Functions)."""
+    return _grader_penalty(p.reference(), _leaf(p.w), p.x).detach()
+
+
 def _penalty_variants(p: _PenaltyProbe) -> dict[str, torch.Tensor]:
     """Wrong penalties students compute, by mistake id, to name what the result equals."""
     f, w, x = p.reference(), p.w, p.x.detach().requires_grad_()
     (g,) = torch.autograd.grad(f(w, x).sum(), x)
     per_sample = g.flatten(1)
-    return {
+    variants = {
         "penalty_norm_over_batch": (per_sample.norm() - 1) ** 2,
         "penalty_squared_norm": ((per_sample.pow(2).sum(1) - 1) ** 2).mean(),
         "penalty_sum_not_mean": ((per_sample.norm(dim=1) - 1) ** 2).sum(),
         "penalty_missing_minus_one": (per_sample.norm(dim=1) ** 2).mean(),
     }
+    if g.dim() > 2:  # a norm over dimension 1 only: one norm per sample and per remaining position
+        variants["penalty_norm_over_dim_1"] = ((g.norm(dim=1) - 1) ** 2).mean()
+    return variants
 
 
 def _judge_penalty_probe(check: str, p: _PenaltyProbe, stale: None, obs: Obs) -> None:
@@ -380,9 +473,18 @@ def _judge_penalty_probe(check: str, p: _PenaltyProbe, stale: None, obs: Obs) ->
         if not isinstance(missing, list) or not missing or not all(type(m) is str and m in p.uses for m in missing):
             raise _Malformed("'missing' does not name Functions this probe uses")
         raise _Fail("hvp_needs_function", names=", ".join(missing), probe_function=p.desc)
+    if p.uses:  # the rule of _judge_hvp_probe: a probe through an unfit Function of the student's is not charged
+        why = _own_unfit(p, obs, lambda: _penalty_expected(p))
+        if why is not None and not _penalty_right(check, p, obs):
+            return _excused(p, why)
     _fail_if_raised("penalty", obs)
     _fail_if_modified("w", p.w, _tensor_field(obs, "w_after"))
-    _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"), requires_grad=True)
+    _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"))
+    # The caller's x comes without requires_grad and without .grad, and must leave as it came (the docstring's
+    # rule: a leaf of your own, x.detach().requires_grad_()); each flag is read from what the observer saw.
+    if _bool_field(obs, "x_requires_grad") or _grad_field(obs, "x_grad_after", p.x.shape) is not None:
+        raise _Fail("penalty_changed_x", where="x.requires_grad / x.grad", expected="False / None",
+                    received="changed by your function")
     if _grad_field(obs, "w_grad_after", p.w.shape) is not None:
         raise _Fail("penalty_changed_w_grad", where="w.grad", expected="None", received="a tensor")
     w = _leaf(p.w)
@@ -393,8 +495,6 @@ def _judge_penalty_probe(check: str, p: _PenaltyProbe, stale: None, obs: Obs) ->
         for mistake, value in _penalty_variants(p).items():
             if _close(got, value.detach()):
                 raise _Fail(mistake, **diff)
-        if p.uses:
-            raise _Fail("penalty_wrong_through_function", names=", ".join(p.uses), **diff)
         raise _Fail("penalty_wrong", **diff)
     if check == "check_penalty_value":
         return
@@ -409,9 +509,20 @@ def _judge_penalty_probe(check: str, p: _PenaltyProbe, stale: None, obs: Obs) ->
     received = basics._as_tensor(received, "'gradient'")
     if received.shape != expected_gradient.shape or not _close(received.to(torch.float64), expected_gradient):
         diff = _difference("d penalty / d w", expected_gradient, received)
-        if p.uses:
-            raise _Fail("penalty_gradient_wrong_through_function", names=", ".join(p.uses), **diff)
         raise _Fail("penalty_gradient_wrong", **diff)
+    return None
+
+
+def _penalty_right(check: str, p: _PenaltyProbe, obs: Obs) -> bool:
+    """The student's penalty (and, for the gradient check, its gradient) is PyTorch's on probe p."""
+    expected = _penalty_expected(p)
+    if not _result_is(obs, lambda: expected[0].reshape(())):
+        return False
+    if check == "check_penalty_value":
+        return True
+    gradient = obs.get("gradient")
+    return (type(gradient) is torch.Tensor and gradient.shape == p.w.shape
+            and _close(gradient.detach().to(torch.float64).reshape(-1), expected[1:]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -430,8 +541,7 @@ MISTAKE_SECTIONS = {
 ERROR_MISTAKES = {
     "hvp": [("One of the differentiated Tensors does not require grad", "hvp_x_not_tracked"),
             ("does not require grad", "hvp_no_create_graph"),
-            ("must override the setup_context staticmethod", "hvp_function_needs_setup_context"),
-            ("implement the jvp function", "hvp_function_without_jvp")],
+            ("must override the setup_context staticmethod", "hvp_torch_func_through_classic_function")],
     "penalty": [("One of the differentiated Tensors does not require grad", "penalty_x_not_tracked"),
                 ("does not require grad", "penalty_no_create_graph")],
 }
@@ -442,27 +552,23 @@ MISTAKES: dict[str, tuple[str, ...]] = {
     "hvp_returns_gradient": (),
     "hvp_ones_not_v": (),
     "hvp_diagonal_only": (),
-    "hvp_wrong_through_function": ("names",),
     "hvp_wrong": (),
     "hvp_forms_hessian": (),
     "hvp_not_double_backward": (),
     "hvp_not_forward_mode": (),
     "hvp_x_not_tracked": ("error_type", "error"),
+    "hvp_torch_func_through_classic_function": ("names", "error_type", "error"),
     "hvp_no_create_graph": ("error_type", "error"),
-    "hvp_function_needs_setup_context": ("error_type", "error"),
-    "hvp_function_without_jvp": ("error_type", "error"),
-    "hvp_function_not_twice_differentiable": ("names", "error_type", "error"),
-    "hvp_function_not_saved_for_forward": ("names", "error_type", "error"),
     "penalty_changed_w_grad": (),
+    "penalty_changed_x": (),
+    "penalty_norm_over_dim_1": (),
     "penalty_wrong_shape": ("received_shape", "expected_shape"),
     "penalty_norm_over_batch": (),
     "penalty_squared_norm": (),
     "penalty_sum_not_mean": (),
     "penalty_missing_minus_one": (),
-    "penalty_wrong_through_function": ("names",),
     "penalty_wrong": (),
     "penalty_no_create_graph": (),
-    "penalty_gradient_wrong_through_function": ("names",),
     "penalty_gradient_wrong": (),
     "penalty_x_not_tracked": ("error_type", "error"),
 }

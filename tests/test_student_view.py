@@ -17,7 +17,7 @@ import nbformat
 import pytest
 import torch
 
-from conftest import EXAMPLES, RELEASE, REPO
+from conftest import EXAMPLES, RELEASE, REPO, SOLUTIONS, cells_by_id
 from grader import basics, checks, diagnosis, observe
 from grader.course import mistake_source, nbgrader_env
 from grader.diagnosis import CheckFailed, Finding
@@ -327,3 +327,33 @@ def test_in_a_kernel_a_self_check_reports_what_autograding_would_refuse_with_its
         text = "\n".join(plain(errors[0].traceback))
         assert text.startswith(f"PolicyError: line {line}: "), text
         assert what in text and "graded cells may use torch, numpy, math" in text, text
+
+
+@pytest.mark.slow
+def test_run_all_with_softplus_unfinished_reaches_the_end_and_blames_no_other_exercise(tmp_path, monkeypatch):
+    """Notebook 4 in the student's kernel with everything written but Softplus (its released stub): Restart & Run
+    All reaches the end, Softplus's self-checks say it is not done yet, and the hvp and penalty self-checks pass,
+    naming Softplus's cell as the one that keeps some probes from counting. Old code: hvp's first self-check raised
+    "hvp(f, x, v) is not implemented yet ... answer cell `hvp`" and stopped Run All there."""
+    from nbclient import NotebookClient
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)  # as in the student's own kernel
+    nb = nbformat.read(str(SOLUTIONS / "04_modern_functions.ipynb"), as_version=4)
+    released = cells_by_id(RELEASE / "04_modern_functions.ipynb")
+    for cell in nb.cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "softplus":
+            cell.source = released["softplus"].source
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code), "a cell did not run"
+    printed = {}
+    for cell in code:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        assert not [o for o in cell.outputs if o.output_type == "error" or o.get("name") == "stderr"], (grade_id,
+                                                                                                        cell.outputs)
+        printed[grade_id] = "".join(o.get("text", "") for o in cell.outputs)
+    for grade_id in ("hvp-double-backward", "hvp-forward-over-reverse", "penalty-value", "penalty-gradient"):
+        text = printed[grade_id]
+        assert text.startswith("✓ ") and "not counted: the probes through your Softplus" in text, (grade_id, text)
+        assert "answer cell `softplus`" in text and "answer cell `hvp`" not in text, text
+    assert "not done yet: exercise 'softplus' still raises NotImplementedError" in printed["softplus-forward"]

@@ -102,3 +102,23 @@ def test_a_cell_with_top_level_await_still_runs_as_in_a_kernel():
     result = shell.run_cell("import asyncio\nawait asyncio.sleep(0)\nawaited = 1", store_history=False)
     assert result.success and shell.user_ns["awaited"] == 1
     assert not shell.should_run_async("x = 1", transformed_cell="x = 1\n")
+
+
+@pytest.mark.slow
+def test_an_unfinished_softplus_costs_its_own_cells_and_nothing_on_hvp_or_the_penalty(tmp_path):
+    """Notebook 4 with hvp and gradient_penalty written right, notebook 3's Functions pasted and Softplus still the
+    released stub, graded as autograde grades it: Softplus's cells score 0; every hvp and penalty cell passes, and
+    says which probes it did not count and that Softplus's cell is the one to fix. Old code: the four hvp/penalty
+    cells failed with "hvp(f, x, v) is not implemented yet ... in the answer cell `hvp`" (7 points)."""
+    solved = cells_by_id(SOLUTIONS / "04_modern_functions.ipynb")
+    build_submission(RELEASE, {grade_id: solved[grade_id].source for grade_id in ("own-functions", "hvp", "penalty")},
+                     tmp_path)
+    result = runner.grade_notebook(tmp_path / "04_modern_functions.ipynb", SOLUTIONS / "04_modern_functions.ipynb")
+    cells = {c.grade_id: c for c in result.cells}
+    assert {g: c.status for g, c in cells.items() if g.startswith("softplus-")} == dict.fromkeys(
+        [g for g in cells if g.startswith("softplus-")], "failed")
+    for grade_id in ("hvp-double-backward", "hvp-forward-over-reverse", "penalty-value", "penalty-gradient"):
+        cell = cells[grade_id]
+        assert (cell.status, cell.points) == ("passed", cell.max_points), (grade_id, cell.message)
+        assert "not counted: the probes through your Softplus" in cell.message, (grade_id, cell.message)
+        assert "answer cell `softplus`" in cell.message and "answer cell `hvp`" not in cell.message, cell.message
