@@ -222,15 +222,17 @@ def test_notebook_4_follows_its_exercise_contract():
 def test_notebook_4_section_headings_are_those_the_grader_points_to():
     headings = [line.removeprefix("## ") for c in read(SOLUTIONS / "04_modern_functions.ipynb").cells
                 if c.cell_type == "markdown" for line in c.source.splitlines() if line.startswith("## ")]
-    assert headings[1:12] == [
+    assert headings[1:14] == [
         "1. The `setup_context` style: `forward` without `ctx`", "2. `torch.func` over a custom Function",
         "3. `vmap`: `generate_vmap_rule` or your own `vmap` rule",
         "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`", "5. Exercise: `Softplus` (graded, 6 points)",
-        "6. Flags and markers: `once_differentiable`, `mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`",
-        "7. Exercise: `SortValues` (graded, 4 points)",
-        "8. Hessian-vector products: double backward and forward-over-reverse",
-        "9. Exercise: `hvp` (graded, 4 points)", "10. Capstone: a gradient penalty through your own Functions",
-        "11. Exercise: `gradient_penalty` (graded, 3 points)"]
+        "6. Hessian-vector products: double backward and forward-over-reverse",
+        "7. Exercise: `hvp` (graded, 4 points)",
+        "8. Flags and markers: `once_differentiable`, `mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`",
+        "9. Exercise: `SortValues` (graded, 4 points)",
+        "10. Capstone: a gradient penalty through your own Functions",
+        "11. Exercise: `gradient_penalty` (graded, 3 points)",
+        "12. Beyond this course: `torch.compile`, `torch.library.custom_op`, and no Function at all", "13. Summary"]
 
 
 # --- they run ---------------------------------------------------------------------------------------
