@@ -272,11 +272,11 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "jvp_not_saved_for_forward": (NB4, "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`"),
     "jvp_ignores_tangent": (NB4, "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`"),
     "jvp_wrong": (NB4, "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`"),
-    "once_differentiable": (NB4, "6. Flags and markers: `once_differentiable`, `mark_non_differentiable`, "
+    "once_differentiable": (NB4, "8. Flags and markers: `once_differentiable`, `mark_non_differentiable`, "
                                  "`set_materialize_grads`, `mark_dirty`"),
-    "output_not_marked_non_differentiable": (NB4, "6. Flags and markers: `once_differentiable`, "
+    "output_not_marked_non_differentiable": (NB4, "8. Flags and markers: `once_differentiable`, "
                                                   "`mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`"),
-    "first_output_marked_non_differentiable": (NB4, "6. Flags and markers: `once_differentiable`, "
+    "first_output_marked_non_differentiable": (NB4, "8. Flags and markers: `once_differentiable`, "
                                                     "`mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`"),
 }
 
@@ -350,7 +350,7 @@ EXERCISES: dict[str, Exercise] = {
             input_names=("x",),
             make_probes=_at_least_1d(_unary("x")),
             extra_probes=_sort_extras,
-            sections={"default": "7. Exercise: `SortValues` (graded, 4 points)"},
+            sections={"default": "9. Exercise: `SortValues` (graded, 4 points)"},
             default_shapes=((2, 5),),
             notebook=NB4,
             outputs=("values", "indices"),

@@ -530,12 +530,12 @@ def _penalty_right(check: str, p: _PenaltyProbe, obs: Obs) -> bool:
 
 SIGNATURES = {"hvp": "hvp(f, x, v)", "check_hvp_forward_over_reverse": "hvp_forward(f, x, v)",
               "penalty": "gradient_penalty(f, w, x)"}
-SECTIONS = {"hvp": "9. Exercise: `hvp` (graded, 4 points)",
+SECTIONS = {"hvp": "7. Exercise: `hvp` (graded, 4 points)",
             "penalty": "11. Exercise: `gradient_penalty` (graded, 3 points)"}
 MISTAKE_SECTIONS = {
-    "hvp_not_forward_mode": "8. Hessian-vector products: double backward and forward-over-reverse",
-    "hvp_forms_hessian": "8. Hessian-vector products: double backward and forward-over-reverse",
-    "hvp_no_create_graph": "8. Hessian-vector products: double backward and forward-over-reverse",
+    "hvp_not_forward_mode": "6. Hessian-vector products: double backward and forward-over-reverse",
+    "hvp_forms_hessian": "6. Hessian-vector products: double backward and forward-over-reverse",
+    "hvp_no_create_graph": "6. Hessian-vector products: double backward and forward-over-reverse",
     "penalty_no_create_graph": "10. Capstone: a gradient penalty through your own Functions",
 }
 ERROR_MISTAKES = {

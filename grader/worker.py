@@ -360,8 +360,11 @@ def _run_child(task: dict, folder: str, inbox: channel.Inbox, base_memory: int) 
             signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a closed channel is an error to catch, not a death
             os.setsid()
             os.chdir(folder)
+            # NBGRADER_EXECUTION as nbgrader's own autograde sets it: a notebook can tell it is being graded
+            # (notebook 4's Beyond demos skip torch.compile, which the sandbox refuses).
             for key, value in (("HOME", folder), ("MPLCONFIGDIR", folder), ("IPYTHONDIR", folder),
-                               ("TMPDIR", folder), ("TORCHINDUCTOR_CACHE_DIR", folder)):
+                               ("TMPDIR", folder), ("TORCHINDUCTOR_CACHE_DIR", folder),
+                               ("NBGRADER_EXECUTION", "autograde")):
                 os.environ[key] = value
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
