@@ -663,7 +663,7 @@ def run(check: str, exercise: str, fn: Callable[..., Any], shapes: Sequence[Shap
         print(dx.unfinished_notice(failure.finding, target))
         return
     count = len(probes)
-    print(f"✓ {ex.id} · {check}: {summary} on {count} probe{'s' if count != 1 else ''}")
+    print(f"✓ {dx.check_label(ex.id, check)}: {summary} on {count} probe{'s' if count != 1 else ''}")
 
 
 @contextlib.contextmanager

@@ -58,7 +58,7 @@ class Finding:
         return self._format(messages.message(self.mistake).hint)
 
     def render(self) -> str:
-        lines = [f"✗ {self.exercise} · {self.check}: {self.title}"]
+        lines = [f"✗ {check_label(self.exercise, self.check)}: {self.title}"]
         if self.code:
             lines.append(f"  in your code: {self.code}")
         if self.where:
@@ -130,6 +130,17 @@ def unfinished_target(finding: Finding) -> str:
     return stub_target(str(finding.fields.get("error", "")), finding.exercise)
 
 
+def check_name(check: str) -> str:
+    """A check as its verdict lines name it: notebook 2-4's ``forward``, notebook 1 and 4's ``check_hvp`` as ``hvp``
+    (one style in every label: "softplus · forward", "hvp · hvp_forward_over_reverse")."""
+    return check.removeprefix("check_")
+
+
+def check_label(exercise: str, check: str) -> str:
+    """'exercise · check', the head of every verdict line."""
+    return f"{exercise} · {check_name(check)}"
+
+
 def reports_unfinished() -> bool:
     """Whether a self-check reports an untouched stub (``unfinished_notice``) instead of raising.
 
@@ -148,7 +159,7 @@ def reports_unfinished() -> bool:
 
 def unfinished_notice(finding: Finding, target: str) -> str:
     """Two lines a self-check prints for an exercise not written yet: what is missing and what to do."""
-    fields = {**finding.fields, "exercise": finding.exercise, "check": finding.check, "target": target}
+    fields = {**finding.fields, "exercise": finding.exercise, "check": check_name(finding.check), "target": target}
     note = messages.message("unfinished_exercise")
     return f"○ {note.title.format(**fields)}\n  {note.hint.format(**fields)}"
 

@@ -30,7 +30,7 @@ import nbformat
 
 from . import outputs, sandbox, testcells, wire
 from .testcells import exercise_of  # noqa: F401 (part of this module's interface)
-from .diagnosis import CheckFailed
+from .diagnosis import CheckFailed, check_label
 from .messages import say
 
 if TYPE_CHECKING:
@@ -337,7 +337,7 @@ def _judge_call(call: testcells.CheckCall, answer: Any,
             probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)))
             summary = checks.judge(call.check, ex.id, probes, observations)
             count = len(probes)
-            return True, f"✓ {ex.id} · {call.check}: {summary} on {count} probe{'s' if count != 1 else ''}", None
+            return True, f"✓ {check_label(ex.id, call.check)}: {summary} on {count} probe{'s' if count != 1 else ''}", None
         return True, "✓ " + basics.judge(call.check, observations, **call.kwargs), None
     except CheckFailed as failure:
         return False, str(failure).strip(), failure.finding.as_dict()

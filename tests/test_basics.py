@@ -595,7 +595,7 @@ def _assert_message_shape(failure: BaseException) -> None:
     lines = message.strip("\n").splitlines()
     assert finding.check in basics.CHECKS and basics.CHECKS[finding.check].exercise == finding.exercise
     assert finding.mistake in basics.MISTAKES and finding.mistake in messages.EN
-    assert lines[0].startswith(f"✗ {finding.exercise} · {finding.check}: "), lines[0]
+    assert lines[0].startswith(f"✗ {finding.exercise} · {finding.check.removeprefix('check_')}: "), lines[0]
     assert all(line.startswith("  ") for line in lines[1:]), message
     assert lines[-1].startswith("  hint:     ")
     if finding.mistake in ("malformed_observations", "grader_error"):

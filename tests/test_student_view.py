@@ -112,7 +112,7 @@ def test_a_basics_check_renders_as_its_diagnosis():
     exec(WRONG_VJP, ns)
     failure = raised(basics.check_vjp, ns["vector_jacobian_product"])
     rendered = plain(failure._render_traceback_())
-    assert rendered[0].startswith("AssertionError: ✗ vjp · check_vjp: "), rendered
+    assert rendered[0].startswith("AssertionError: ✗ vjp · vjp: "), rendered
     assert_only_the_diagnosis(rendered, failure.finding.render())
 
 
@@ -179,7 +179,7 @@ def test_in_a_notebook_an_untouched_stub_is_reported_not_raised(in_a_notebook, c
     assert printed[0] == ("○ square · forward: not done yet: exercise 'square' still raises NotImplementedError "
                           "(Square.forward).")
     assert printed[1].startswith("  This check did not run. Write Square.forward in the answer cell `square`")
-    assert printed[2] == ("○ vjp · check_vjp: not done yet: exercise 'vjp' still raises NotImplementedError "
+    assert printed[2] == ("○ vjp · vjp: not done yet: exercise 'vjp' still raises NotImplementedError "
                           "(vector_jacobian_product).")
 
 
