@@ -328,13 +328,7 @@ class Nbgrader:
         try:
             threads = [threading.Thread(target=self._follow, args=(job, progress, lock, append, started), daemon=True)
                        for job in jobs]
-            for thread in threads:
-                thread.start()
-            try:
-                for thread in threads:
-                    thread.join()
-            except KeyboardInterrupt:
-                self._stop(jobs, threads)
+            self._wait(jobs, threads)
         finally:
             progress.close()
         if self.interrupted:
@@ -346,24 +340,36 @@ class Nbgrader:
                 say(f"    {line}")
         return progress.done, time.monotonic() - started
 
-    def _stop(self, jobs: list[Job], threads: list[threading.Thread]) -> None:
-        """Ctrl-C: wait for the nbgrader processes to put back the students they were recording and end. A Ctrl-C
-        at the terminal reached them too (one process group); a SIGINT sent to this process alone is passed on."""
+    def _wait(self, jobs: list[Job], threads: list[threading.Thread]) -> None:
+        """Start the jobs' threads and wait for them. Ctrl-C (SIGINT) is noted, not raised (a KeyboardInterrupt in
+        Thread.join leaves the thread marked as ended on Python 3.11): the nbgrader processes put back the students
+        they were recording and end, and are waited for. A Ctrl-C at the terminal reached them too (one process
+        group); a SIGINT sent to this process alone is passed on to them after 5 s."""
         import signal
 
-        self.interrupted = True
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a second Ctrl-C would leave them unwaited for)
-        waited = time.monotonic() + 5
-        for thread in threads:
-            thread.join(max(0.0, waited - time.monotonic()))
-        for job in jobs:
-            if job.process is not None and job.process.poll() is None:
-                job.process.send_signal(signal.SIGINT)
-        for thread in threads:
-            thread.join(120)
-        for job in jobs:
-            if job.process is not None and job.process.poll() is None:
-                job.process.kill()
+        interrupted: list[float] = []
+
+        def note(signum: int, frame: Any) -> None:
+            self.interrupted = True
+            interrupted.append(time.monotonic())
+
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, note) if main else None
+        try:
+            for thread in threads:
+                thread.start()
+            passed_on = False
+            while any(thread.is_alive() for thread in threads):
+                for thread in threads:
+                    thread.join(0.2)
+                if interrupted and not passed_on and time.monotonic() - interrupted[0] > 5:
+                    passed_on = True
+                    for job in jobs:
+                        if job.process is not None and job.process.poll() is None:
+                            job.process.send_signal(signal.SIGINT)
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous)
 
     def _follow(self, job: Job, progress: "Progress", lock: threading.Lock, append: bool, started: float) -> None:
         prefix = f"{job.label}: " if job.label else ""

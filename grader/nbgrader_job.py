@@ -132,7 +132,17 @@ class Recording:
         return who
 
 
-_ROW_KINDS = ("submission", "notebooks", "grades", "comments")
+_RECORDING: Recording | None = None
+
+
+def _student_starts(**hook: Any) -> None:
+    if _RECORDING is not None:
+        _RECORDING.start(**hook)
+
+
+def _student_done(**hook: Any) -> None:
+    if _RECORDING is not None:
+        _RECORDING.done(**hook)
 
 
 def _columns(row: Any) -> dict[str, Any]:
@@ -235,9 +245,10 @@ def main(argv: list[str] | None = None) -> int:
         excluded = [str(s) for s in json.loads(args.exclude.read_text(encoding="utf-8"))]
         config.CourseDirectory.student_id_exclude = ",".join(excluded)
     config.CourseDirectory.db_url = args.db_url
-    recording = Recording(args.root, args.db_url)
-    config.Autograde.pre_convert_hook = recording.start
-    config.Autograde.post_convert_hook = recording.done
+    global _RECORDING
+    recording = _RECORDING = Recording(args.root, args.db_url)
+    config.Autograde.pre_convert_hook = _student_starts  # (functions: traitlets copies its configuration's values)
+    config.Autograde.post_convert_hook = _student_done
     from nbgrader.apps.nbgraderapp import NbGraderApp
 
     from . import gradebook_engines, nbgrader_plugins, runner  # noqa: F401 (runner: torch and the judge, imported now)
