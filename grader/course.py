@@ -388,6 +388,7 @@ class Nbgrader:
             for line in process.stdout:
                 line = self.shown(line.rstrip("\n"))
                 log.write(line + "\n")
+                log.flush()  # (tail -f nbgrader.log follows the run)
                 job.last = line.strip() or job.last
                 kind, text = self._classify(line)
                 if not kind:
