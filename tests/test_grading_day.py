@@ -98,7 +98,7 @@ def test_left_out_folders_files_and_cells_are_said_counted_and_force_and_assignm
 
     forced = make(root, "autograde", "FORCE=1")
     assert forced.returncode == 0, forced.stdout[-4000:]
-    assert "Removing existing assignment" not in forced.stdout, forced.stdout
+    assert "Removing existing assignment:" not in forced.stdout, forced.stdout
     force_lines = [line for line in forced.stdout.splitlines() if "FORCE" in line]
     assert len(force_lines) == 1 and "of 3 students were removed and graded again" in force_lines[0], forced.stdout
     assert "autograde: 11/11 notebooks graded" in forced.stdout, forced.stdout
