@@ -92,8 +92,8 @@ release: $(STAMP) ## regenerate the student notebooks (notebooks/) from solution
 demo: install ## the main job: autograde the bundled example class with nbgrader, print scores, write feedback
 	@$(BIN)/python -m grader.course demo
 
-autograde: $(STAMP) ## autograde everything in submitted/ with nbgrader (creating the gradebook if missing) and print the scores; JOBS=N DB_URL=postgresql+psycopg://...: N processes
-	@$(BIN)/python -m grader.course autograde
+autograde: $(STAMP) ## autograde submitted/ with nbgrader (gradebook created if missing), print the scores; FORCE=1 regrade all (make has no --force), ASSIGNMENT=name, JOBS=N DB_URL=postgresql+psycopg://...: N processes
+	@$(BIN)/python -m grader.course autograde --assignment '$(ASSIGNMENT)' $(if $(filter 1 yes true,$(FORCE)),--force)
 
 postgres: $(STAMP) ## start a local PostgreSQL gradebook in .postgres/ (for trying JOBS=N) and print its GRADER_DB_URL
 	@$(BIN)/python -m grader.postgres start --dir .postgres

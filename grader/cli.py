@@ -81,6 +81,35 @@ def _grade_ids(notebook: Any, graded_only: bool = False) -> set[str]:
     return ids
 
 
+def unknown_name(path: Path, notebook: Any) -> str:
+    """Why a notebook of the course under a name the course does not have (a browser's "03_double_backward
+    (1).ipynb") is not graded with its own test cells only (no hidden tests): one line naming the notebook it is a
+    copy of; "" when its cells are no course notebook's."""
+    ids = _grade_ids(notebook)
+    if not ids:
+        return ""
+    for start in [path.resolve().parent, Path.cwd(), Path(__file__).resolve().parent.parent]:
+        for folder in [start, *start.parents]:
+            shared: list[tuple[int, str, Path]] = []
+            for candidate in sorted((folder / "solutions").glob("*/*.ipynb")):
+                try:
+                    shared.append((len(ids & _grade_ids(read_submission_quietly(candidate))), candidate.name, candidate))
+                except Exception:
+                    continue
+            best = max(shared, default=(0, "", path))
+            if best[0]:
+                return (f"{path.name} is not a notebook name of this course: its cells are those of {best[1]} "
+                        f"({best[2]}); rename it to {best[1]}, or give the tests with --tests (--own-tests grades "
+                        "it without the hidden tests).")
+    return ""
+
+
+def read_submission_quietly(path: Path) -> Any:
+    from .nbgrader_plugins import read_submission
+
+    return read_submission(path)
+
+
 def bad_input(path: Path, tests: Path | None, own_tests: bool) -> str:
     """Why this notebook cannot be graded with these tests, in one line; "" when it can."""
     from .testcells import UnsupportedTestCell, parse
@@ -90,6 +119,10 @@ def bad_input(path: Path, tests: Path | None, own_tests: bool) -> str:
         return why
     if not own_tests and tests is None:
         tests = find_instructor_notebook(path)
+        if tests is None:
+            unknown = unknown_name(path, notebook)
+            if unknown:
+                return unknown
     if own_tests or tests is None:
         source, where = notebook, f"{path} (its own test cells)"
         if not _grade_ids(notebook, graded_only=True):

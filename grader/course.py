@@ -23,6 +23,7 @@ process at once, and reads nothing else that takes time before the first noteboo
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -239,6 +240,13 @@ class Progress:
             while 4 * self.done >= self.quarter * self.total:
                 self.quarter += 1
 
+    def shrink(self, notebooks: int) -> None:
+        """``notebooks`` fewer to grade (a student nbgrader leaves as autograded before)."""
+        self.total = max(self.done, self.total - notebooks)
+        if self.bar is not None:
+            self.bar.total = self.total
+            self.bar.refresh()
+
     def write(self, text: str) -> None:
         if self.bar is not None:
             self.bar.write(text, file=self.stream)
@@ -253,6 +261,11 @@ class Progress:
 _LOG_LINE = re.compile(r"\[(\w+) \| (DEBUG|INFO|WARNING|ERROR|CRITICAL)\] ?(.*)")
 _GRADED = re.compile(r"[^/\s]+/[^/\s]+/[^/\s]+: [\d.]+/[\d.]+ points \(trusted grading")
 _PY_WARNING = re.compile(r"\S.*:\d+: (\w*Warning): (.*)")
+# nbgrader's lines counted, not relayed one by one (its log keeps them): --force's per student, and what an
+# interrupted student leaves (said in one line at the end)
+_REMOVED = "Removing existing assignment: "
+_SKIPPED = "Skipping existing assignment: "
+_INTERRUPTED = re.compile(r"interrupted: \d+ students recorded(?:, (.*) left as before)?$")
 
 
 @dataclass
@@ -266,6 +279,12 @@ class Job:
     returncode: int = 0
     last: str = ""  # its last line of output
     errors: list[str] = field(default_factory=list)  # its warnings and errors, as relayed
+    process: Any = None
+
+
+class Interrupted(Exception):
+    """Ctrl-C (SIGINT) stopped a run; every nbgrader process has ended, each having put back the student it was
+    halfway through (grader.nbgrader_job)."""
 
 
 class Nbgrader:
@@ -280,6 +299,13 @@ class Nbgrader:
         with private_file(self.log):  # (0600: what nbgrader and the gradebook's driver say is for the instructor)
             pass
         self.problems: list[str] = []
+        self.quiet: set[str] = set()  # warnings said already, in the terminal's own words: kept to the log
+        self.notebooks_of: dict[str, int] = {}  # student -> notebooks to grade (for the progress)
+        self.recorded: list[str] = []  # students recorded completely (grader.nbgrader_job's post-convert hook)
+        self.skipped: list[str] = []  # students nbgrader left as autograded before
+        self.removed = 0  # --force: students whose earlier autograded folder nbgrader removed
+        self.left_halfway: list[str] = []  # interrupted: students put back as before
+        self.interrupted = False
 
     def shown(self, text: str) -> str:
         """A line of nbgrader's output as the terminal and the log get it: control characters and ANSI escapes
@@ -302,18 +328,48 @@ class Nbgrader:
         try:
             threads = [threading.Thread(target=self._follow, args=(job, progress, lock, append, started), daemon=True)
                        for job in jobs]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            self._wait(jobs, threads)
         finally:
             progress.close()
+        if self.interrupted:
+            raise Interrupted()
         for job in jobs:
             if job.returncode != 0 and not job.errors and job.last:
                 line = f"error: {job.label + ': ' if job.label else ''}{job.last}"
                 self.problems.append(line)
                 say(f"    {line}")
         return progress.done, time.monotonic() - started
+
+    def _wait(self, jobs: list[Job], threads: list[threading.Thread]) -> None:
+        """Start the jobs' threads and wait for them. Ctrl-C (SIGINT) is noted, not raised (a KeyboardInterrupt in
+        Thread.join leaves the thread marked as ended on Python 3.11): the nbgrader processes put back the students
+        they were recording and end, and are waited for. A Ctrl-C at the terminal reached them too (one process
+        group); a SIGINT sent to this process alone is passed on to them after 5 s."""
+        import signal
+
+        interrupted: list[float] = []
+
+        def note(signum: int, frame: Any) -> None:
+            self.interrupted = True
+            interrupted.append(time.monotonic())
+
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, note) if main else None
+        try:
+            for thread in threads:
+                thread.start()
+            passed_on = False
+            while any(thread.is_alive() for thread in threads):
+                for thread in threads:
+                    thread.join(0.2)
+                if interrupted and not passed_on and time.monotonic() - interrupted[0] > 5:
+                    passed_on = True
+                    for job in jobs:
+                        if job.process is not None and job.process.poll() is None:
+                            job.process.send_signal(signal.SIGINT)
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous)
 
     def _follow(self, job: Job, progress: "Progress", lock: threading.Lock, append: bool, started: float) -> None:
         prefix = f"{job.label}: " if job.label else ""
@@ -327,10 +383,12 @@ class Nbgrader:
             except OSError as exc:
                 job.returncode, job.last = 127, f"could not start {job.command[0]}: {exc}"
                 return
+            job.process = process
             assert process.stdout is not None
             for line in process.stdout:
                 line = self.shown(line.rstrip("\n"))
                 log.write(line + "\n")
+                log.flush()  # (tail -f nbgrader.log follows the run)
                 job.last = line.strip() or job.last
                 kind, text = self._classify(line)
                 if not kind:
@@ -338,6 +396,20 @@ class Nbgrader:
                 with lock:
                     if kind == "graded":
                         progress.advance()
+                    elif kind == "recorded":
+                        self.recorded.append(text)
+                    elif kind == "skipped":
+                        student = Path(text).parent.name
+                        self.skipped.append(student)
+                        progress.shrink(self.notebooks_of.get(student, 0))
+                    elif kind == "removed":
+                        self.removed += 1
+                    elif kind == "interrupted":
+                        self.interrupted = True
+                        if text:
+                            self.left_halfway.append(text)
+                    elif (self.interrupted and not text.startswith("interrupted:")) or text in self.quiet:
+                        continue  # (interrupted: nbgrader's "Removing failed assignment", "Canceled": said at the end)
                     else:
                         job.errors.append(f"{kind}: {text}")
                         self.problems.append(f"{kind}: {prefix}{text}")
@@ -353,6 +425,15 @@ class Nbgrader:
             level, text = match.group(2), match.group(3).strip()
             if level == "INFO" and _GRADED.match(text):
                 return "graded", text
+            if match.group(1) == "nbgrader_job" and text.startswith("recorded: "):
+                return "recorded", text.removeprefix("recorded: ")
+            stopped = _INTERRUPTED.match(text) if match.group(1) == "nbgrader_job" else None
+            if stopped:
+                return "interrupted", stopped.group(1) or ""
+            if level == "INFO" and text.startswith(_SKIPPED):
+                return "skipped", text.removeprefix(_SKIPPED)
+            if level == "WARNING" and text.startswith(_REMOVED):
+                return "removed", text.removeprefix(_REMOVED)
             if level == "WARNING":
                 return "warning", text
             if level in ("ERROR", "CRITICAL") and not text.startswith("Traceback"):
@@ -401,8 +482,19 @@ class GradebookUnreachable(Exception):
 def gradebook_notebooks(db_url: str, assignment: str = ASSIGNMENT) -> list[str]:
     """The assignment's notebooks in the gradebook; [] when there is no gradebook or it lacks the assignment.
     Read with SQL (sqlite3, or SQLAlchemy for a server): importing nbgrader here would cost a second."""
-    query = ("SELECT notebook.name FROM notebook JOIN assignment ON notebook.assignment_id = assignment.id "
-             "WHERE assignment.name = :name ORDER BY notebook.name")
+    return _gradebook_column(db_url, assignment, "SELECT notebook.name FROM notebook JOIN assignment ON "
+                             "notebook.assignment_id = assignment.id WHERE assignment.name = :name ORDER BY notebook.name",
+                             "notebook")
+
+
+def gradebook_students(db_url: str, assignment: str = ASSIGNMENT) -> set[str]:
+    """The students the gradebook holds a submission of the assignment of (nbgrader's SubmittedAssignment)."""
+    return set(_gradebook_column(db_url, assignment, "SELECT submitted_assignment.student_id FROM submitted_assignment "
+                                 "JOIN assignment ON submitted_assignment.assignment_id = assignment.id "
+                                 "WHERE assignment.name = :name", "submitted_assignment"))
+
+
+def _gradebook_column(db_url: str, assignment: str, query: str, table: str) -> list[str]:
     if is_sqlite(db_url):
         import sqlite3
 
@@ -426,7 +518,7 @@ def gradebook_notebooks(db_url: str, assignment: str = ASSIGNMENT) -> list[str]:
         raise GradebookUnreachable(redact(f"{type(exc).__name__}: {exc}", db_url)) from None
     try:
         with engine.connect() as db:
-            if not sqlalchemy.inspect(db).has_table("notebook"):
+            if not sqlalchemy.inspect(db).has_table(table):
                 return []
             return [row[0] for row in db.execute(sqlalchemy.text(query), {"name": assignment})]
     except SQLAlchemyError as exc:
@@ -470,6 +562,46 @@ def submissions(root: Path, assignment: str = ASSIGNMENT) -> dict[str, list[Path
     return found
 
 
+def _same_name(name: str) -> str:
+    """A file or folder name as a browser, a zip tool or a student may have changed it: case, a download's
+    " (1)", "Copy of ", "- Copy", separators."""
+    name = re.sub(r"\s*\(\d+\)\s*$", "", name.casefold())
+    name = re.sub(r"^copy of\s+|[\s_-]+copy(\s*\d+)?$", "", name)
+    return re.sub(r"[^0-9a-z]", "", name)
+
+
+def misplaced(root: Path, assignment: str, notebook_names: set[str]) -> dict[str, str]:
+    """student -> one line saying where their notebooks are instead of submitted/<student>/<assignment>/ and
+    what to do, for each student folder without that folder: a folder named as the assignment but for case or a
+    copy's suffix (Autograd/, "autograd (1)/"), a folder of another name holding the assignment's notebooks, or
+    the notebooks directly in submitted/<student>/. Other assignments' folders are not this assignment's."""
+    said: dict[str, str] = {}
+    others = {p.name for p in (root / "solutions").glob("*") if p.is_dir()} - {assignment}
+    for student_dir in sorted((root / "submitted").glob("*")):
+        if not student_dir.is_dir() or (student_dir / assignment).is_dir():
+            continue
+        student, where = student_dir.name, f"submitted/{printable(student_dir.name)}"
+        for folder in sorted(p for p in student_dir.iterdir() if p.is_dir() and p.name not in others):
+            names = {f.name for f in folder.glob("*.ipynb")}
+            if _same_name(folder.name) == _same_name(assignment) or names & notebook_names:
+                said[student] = (f"{where}/{printable(folder.name)}/ is not the assignment's folder "
+                                 f"({len(names)} notebooks): rename it to {where}/{assignment}/")
+                break
+        else:
+            loose = {f.name for f in student_dir.glob("*.ipynb")}
+            if loose & notebook_names:
+                said[student] = (f"its notebooks are in {where}/ itself ({len(loose)} notebooks): move them into "
+                                 f"{where}/{assignment}/")
+    return said
+
+
+def rename_hint(name: str, missing: set[str]) -> str:
+    """The released name a submitted file's name is a copy of (among the notebooks the student lacks), or ""."""
+    stem = _same_name(name.removesuffix(".ipynb"))
+    matches = [known for known in sorted(missing) if _same_name(known.removesuffix(".ipynb")) == stem]
+    return matches[0] if matches else ""
+
+
 def jobs_setting() -> int:
     """GRADER_JOBS (default 1): nbgrader processes autograding at once."""
     value = os.environ.get("GRADER_JOBS", "").strip() or "1"
@@ -508,12 +640,26 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, job
     With ``jobs`` > 1 (default: GRADER_JOBS, else 1), that many nbgrader processes autograde disjoint groups of
     students at once, writing one gradebook, which must then be a database server's (``db_url``, default:
     GRADER_DB_URL): SQLite is refused. ``workers``: sandboxed workers per process (default: the cores shared
-    out, or TrustedExecute's configuration with one process)."""
+    out, or TrustedExecute's configuration with one process).
+
+    What is left out is said, one line each, and counted at the end: a student folder without the assignment's
+    folder (misnamed), a notebook under a name the assignment does not have (renamed). One run at a time per
+    course (``course_lock``); Ctrl-C leaves every student recorded completely or as before (exit status 130)."""
     root = root.resolve()
     db_url = db_url or gradebook_url(root)
     jobs = jobs or jobs_setting()
+    if (root / "solutions").is_dir() and not (root / "solutions" / assignment).is_dir() \
+            and not _reached(gradebook_notebooks, db_url, assignment):
+        found = sorted(p.name for p in (root / "solutions").glob("*") if p.is_dir())
+        raise SystemExit(f"no assignment {printable(assignment)!r} in this course: {root / 'solutions'}/"
+                         f"{printable(assignment)}/ does not exist (its assignments: {', '.join(found) or 'none'}); "
+                         f"give one of them (make autograde ASSIGNMENT=...), nothing was graded")
     fresh_bytecode()
     handed_in = submissions(root, assignment)
+    released = {p.name for p in (root / "solutions" / assignment).glob("*.ipynb")}
+    elsewhere = misplaced(root, assignment, released)
+    for student, line in elsewhere.items():
+        say(f"    warning: {printable(student)} left out: {line}, then run make autograde again")
     if not any(handed_in.values()):
         say(f"Nothing to grade: no notebooks in {root / 'submitted'}/<student>/{assignment}/ "
             "(nbgrader collect puts them there, or copy them in).")
@@ -526,29 +672,78 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, job
                          "; rename that folder to the student's id, then run autograde again (nothing was graded)")
     if jobs > 1 and is_sqlite(db_url):
         raise SystemExit(REFUSE_SQLITE.format(jobs=jobs, url=shown_url(db_url)))
+    with course_lock(root):
+        return _autograde_locked(root, assignment, force, jobs, db_url, workers, handed_in, len(elsewhere))
+
+
+def _reached(query: Any, db_url: str, assignment: str) -> Any:
+    try:
+        return query(db_url, assignment)
+    except GradebookUnreachable as why:
+        raise SystemExit(f"cannot reach the gradebook {shown_url(db_url)}: {why}") from None
+
+
+def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_url: str, workers: int,
+                      handed_in: dict[str, list[Path]], folders_left_out: int) -> int:
     runner = Nbgrader(root, db_url=db_url)
-    notebooks = ensure_gradebook(runner, assignment)
+    try:
+        notebooks = ensure_gradebook(runner, assignment)
+    except Interrupted:
+        say("interrupted while the gradebook was being created: nothing was graded; run make autograde again")
+        return 130
     known = {f"{name}.ipynb" for name in notebooks}
     skipped = []
+    files_left_out = 0
     for student, files in handed_in.items():
+        folder = f"submitted/{printable(student)}/{assignment}"
+        unknown = [f for f in files if f.name not in known]
         if not any(f.name in known for f in files):
             found = ", ".join(printable(f.name) for f in files) or "no .ipynb file"
-            say(f"    warning: {printable(student)} not graded: submitted/{printable(student)}/{assignment}/ holds no notebook of "
+            say(f"    warning: {printable(student)} not graded: {folder}/ holds no notebook of "
                 f"{assignment} ({found}; expected {', '.join(sorted(known))})")
             skipped.append(student)
+            continue
+        missing = known - {f.name for f in files}
+        for f in unknown:
+            files_left_out += 1
+            hint = rename_hint(f.name, missing)
+            if hint:
+                runner.quiet |= {runner.shown(f"No submitted file: {root / 'submitted' / student / assignment / hint}")}
+                what = f"not a notebook of {assignment}: rename it to {hint} (nbgrader scores that notebook 0 meanwhile)"
+            elif rename_hint(f.name, known):
+                what = f"a second copy of {rename_hint(f.name, known)}, which is graded; remove it"
+            else:
+                what = f"not a notebook of {assignment} (its notebooks: {', '.join(sorted(known))})"
+            runner.quiet |= {runner.shown(f"Skipping unknown notebook: {f}")}
+            say(f"    warning: {printable(student)}: {folder}/{printable(f.name)} left out: {what}")
     counts = {student: sum(1 for f in files if f.name in known) for student, files in handed_in.items()
               if student not in skipped}
+    runner.notebooks_of = counts
     total = sum(counts.values())
+    if not force and counts:
+        _forget_ungraded(root, assignment, db_url, counts)
     groups = split_class(counts, jobs) if counts else []
     say(f"autograde: {len(counts)} students, {total} notebooks, each in a sandbox; "
         + ("nbgrader records them one by one" if len(groups) <= 1 else
            f"{len(groups)} nbgrader processes record them, sharing the gradebook {shown_url(db_url)}"))
     with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
-        run = _autograde_jobs(runner, assignment, force, groups, skipped, list(handed_in), total, Path(scratch),
-                              workers)
-        graded, seconds, failed = run if groups else (0, 0.0, [])
-        say(f"autograde: {graded}/{total} notebooks graded ({seconds:.0f} s)"
-            + ("" if graded == total or force else "; the others were autograded before (run with --force to redo them)"))
+        try:
+            run = _autograde_jobs(runner, assignment, force, groups, skipped, list(handed_in), total, Path(scratch),
+                                  workers)
+        except Interrupted:
+            halfway = ", ".join(runner.left_halfway)
+            say(f"interrupted: {len(runner.recorded)} students recorded, "
+                + (f"{halfway} left as before" if halfway else "no student halfway")
+                + "; run make autograde again")
+            return 130
+        _, seconds, failed = run if groups else (0, 0.0, [])
+        left_before = sum(counts.get(s, 0) for s in runner.skipped)
+        expected = total - left_before
+        graded = sum(counts.get(s, 0) for s in runner.recorded)
+        say(f"autograde: {graded}/{expected} notebooks graded ({seconds:.0f} s)"
+            + (f"; {len(runner.skipped)} students ({left_before} notebooks) autograded before were left as they are "
+               "(FORCE=1 grades them again)" if runner.skipped else "")
+            + (f"; {expected - graded} could not be, see the errors above" if graded < expected else ""))
         table: dict[str, dict[str, tuple[float, float]]] | None = {}
         for number in range(1, len(groups) + 1):  # each process read its students' scores after recording them
             written = Path(scratch) / f"scores-{number}.json"
@@ -557,18 +752,127 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, job
                 continue
             table.update({s: {e: (v[0], v[1]) for e, v in row.items()}
                           for s, row in json.loads(written.read_text(encoding="utf-8")).items()})
+    if runner.removed:
+        say(f"autograde: FORCE: the earlier autograded notebooks of {runner.removed} students were removed and "
+            "graded again (nbgrader's \"Removing existing assignment\" lines: in its log)")
+    if folders_left_out or files_left_out or skipped:
+        parts = [f"{n} {what}" for n, what in ((folders_left_out, "student folder(s) misnamed"),
+                                              (len(skipped), "student(s) with no notebook of the assignment"),
+                                              (files_left_out, "notebook file(s) misnamed")) if n]
+        say(f"left out: {', '.join(parts)} (named above): rename them as said, then run make autograde again")
     say("\n" + render_scores(table if table is not None else gradebook_scores(db_url, assignment)) + "\n")
     flagged = flag_line(root, assignment)
     if flagged:
         say(flagged)
     say(f"Autograded notebooks: {root / 'autograded'}/<student>/{assignment}/")
-    problems = len(runner.problems) + len(skipped)
+    problems = len(runner.problems) + len(skipped) + folders_left_out + files_left_out
     logs = runner.log if len(groups) <= 1 else f"{root}/nbgrader-job<N>.log (N = 1..{len(groups)})"
     say(f"nbgrader's full log: {logs}" + (f" ({problems} warning(s) or error(s) above)" if problems else ""))
     for job in failed:
         say(f"nbgrader autograde failed for some students{' in ' + job.label if job.label else ''} "
             f"(exit status {job.returncode}); see the lines above and its log: {job.log}")
     return 1 if failed else 0
+
+
+def _forget_ungraded(root: Path, assignment: str, db_url: str, students: dict[str, int]) -> None:
+    """nbgrader skips a student whose autograded/ folder is there (and not older than the submission), whatever
+    the gradebook holds: after switching gradebooks (SQLite to PostgreSQL, a new database) it would grade nothing.
+    The autograded folders of students the gradebook in use has no submission of are removed first (as --force
+    does, for them only), so nbgrader grades them."""
+    try:
+        recorded = gradebook_students(db_url, assignment)
+    except GradebookUnreachable:
+        return  # (ensure_gradebook reached it a moment ago; nbgrader will say what goes wrong)
+    stale = [s for s in students if s not in recorded and (root / "autograded" / s / assignment).exists()]
+    for student in stale:
+        _remove_tree(root / "autograded" / student / assignment)
+    if stale:
+        say(f"autograde: {len(stale)} students have autograded notebooks but no grades in the gradebook "
+            f"{shown_url(db_url)} ({_names(stale)}): they are graded again")
+
+
+def _remove_tree(folder: Path) -> None:
+    """shutil.rmtree, through the read-only folders nbgrader leaves (its permissions, 444/555)."""
+    import stat
+
+    def writable(function: Any, path: str, _: Any) -> None:
+        os.chmod(os.path.dirname(path), stat.S_IRWXU)
+        if os.path.isdir(path):
+            os.chmod(path, stat.S_IRWXU)
+        function(path)
+
+    shutil.rmtree(folder, onexc=writable) if sys.version_info >= (3, 12) else shutil.rmtree(folder, onerror=writable)
+
+
+LOCK_NAME = "autograde.lock"  # in the course folder, while `make autograde` runs: who runs it
+
+
+@contextlib.contextmanager
+def course_lock(root: Path) -> Any:
+    """One autograde at a time per course: filelock's flock on <course>/autograde.lock (released by the kernel
+    when the process ends, however it ends), the holder's pid, host, user and start time written in it. A second
+    run refuses in one line naming the holder; a file left by a run that ended without releasing (killed) is
+    taken over with a note. nbgrader itself has no such lock."""
+    import filelock
+    import getpass
+    import socket
+
+    path = root / LOCK_NAME
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "user": _user(getpass),
+          "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}
+    held: dict[str, Any] = {}
+
+    def claim(fd: int) -> None:  # (filelock: with the lock held; the file is not truncated by a contender)
+        held["fd"], held["before"] = fd, os.pread(fd, 4096, 0)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
+
+    lock = filelock.FileLock(str(path), timeout=0, on_acquired=claim, fallback_to_soft=False)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        holder = _holder(path)
+        raise SystemExit(f"autograde is already running on this course, {holder} (lock: {path}): wait for it to "
+                         "finish, then run make autograde again") from None
+    try:
+        before = _holder_of(held.get("before", b""))
+        if before:
+            say(f"note: an earlier autograde, {before}, ended without releasing its lock (killed?): taken over; "
+                "students it was recording are graded again")
+        yield
+    finally:
+        try:
+            os.ftruncate(held["fd"], 0)  # (a lock file left empty: released properly)
+        except (KeyError, OSError):
+            pass
+        lock.release()
+
+
+def _user(getpass: Any) -> str:
+    try:
+        return str(getpass.getuser())
+    except Exception:
+        return str(os.getuid())
+
+
+def _holder_of(data: bytes) -> str:
+    """"pid 123 on host h, started ... by user" from a lock file's content; "" for an empty or unreadable one."""
+    try:
+        info = json.loads(data.decode("utf-8", "replace") or "null")
+    except ValueError:
+        return ""
+    if not isinstance(info, dict) or "pid" not in info:
+        return ""
+    return (f"pid {printable(info.get('pid'))} on host {printable(info.get('host', '?'))}, started "
+            f"{printable(info.get('started', '?'))} by {printable(info.get('user', '?'))}")
+
+
+def _holder(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"by a process whose details cannot be read ({exc.strerror})"
+    return "by " + (_holder_of(data) or "a process that is just starting")
 
 
 def fresh_bytecode() -> None:
@@ -688,7 +992,10 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--dir", type=Path, default=REPO / ".demo", help="scratch course directory (replaced)")
     a = sub.add_parser("autograde", help="nbgrader autograde of submitted/ (creating the gradebook if needed), then the table")
     a.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
-    a.add_argument("--force", action="store_true", help="autograde again the submissions autograded before")
+    a.add_argument("--assignment", default=ASSIGNMENT,
+                   help=f"the assignment, a folder of solutions/ (default: {ASSIGNMENT}); make autograde ASSIGNMENT=...")
+    a.add_argument("--force", action="store_true",
+                   help="autograde again the submissions autograded before (make autograde FORCE=1)")
     a.add_argument("--jobs", type=int, default=None,
                    help="nbgrader processes over disjoint groups of students (default: GRADER_JOBS, else 1); "
                         "more than 1 needs a PostgreSQL gradebook (GRADER_DB_URL or --db-url)")
@@ -708,7 +1015,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "autograde":
         if args.jobs is not None and args.jobs < 1:
             parser.error("--jobs needs 1 or more")
-        return autograde(args.root, force=args.force, jobs=args.jobs, db_url=args.db_url, workers=args.workers)
+        try:
+            return autograde(args.root, args.assignment, force=args.force, jobs=args.jobs, db_url=args.db_url,
+                             workers=args.workers)
+        except KeyboardInterrupt:  # (before or after the nbgrader processes: nothing half-recorded)
+            say("interrupted: run make autograde again")
+            return 130
     say(render_scores(gradebook_scores(args.db)))
     flagged = flag_line(args.root or course_root(args.db))
     if flagged:

@@ -25,6 +25,13 @@ costs taken off:
 * with ``--scores FILE``, the scores of its students (all but the excluded ones) are read from the gradebook here,
   where nbgrader's API is already imported, and written to FILE as JSON: no other Python start for the table.
 
+A student is recorded completely or not at all: before nbgrader starts on a student (its ``pre_convert_hook``),
+that student's rows of the gradebook and its ``grader_results/`` are read; when the run is interrupted (Ctrl-C,
+SIGINT) before the student is done (``post_convert_hook``), they are put back as they were, after nbgrader has
+removed the student's ``autograded/`` folder as it does for a failed student. Each student done is logged as
+``recorded: <student>``, and an interrupted run ends with ``interrupted: <student> left as before`` and exit
+status 130 (``grader.course`` makes one line of them).
+
 ``--exclude FILE`` names students (a JSON list) nbgrader leaves out (``CourseDirectory.student_id_exclude``,
 passed as configuration: a class's list may be longer than one command-line argument can be).
 """
@@ -38,6 +45,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 STARTED = time.monotonic()
 
@@ -66,9 +74,154 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     return args, nbgrader_args
 
 
+def printable(text: str) -> str:
+    from .untrusted import printable as written_out
+
+    return written_out(text)
+
+
 def log(text: str) -> None:
     """A line in nbgrader's log format (grader.course files it with nbgrader's INFO lines)."""
     print(f"[nbgrader_job | INFO] {text}", flush=True)
+
+
+INTERRUPTED = 130  # exit status of an interrupted run (128 + SIGINT, as a shell reports it)
+
+
+class Recording:
+    """nbgrader's pre- and post-convert hooks: the student being recorded, and how its rows were before, to put
+    them back if the run stops halfway through that student (see the module's docstring)."""
+
+    def __init__(self, root: Path, db_url: str) -> None:
+        self.root, self.db_url = root, db_url
+        self.current: str | None = None  # the student nbgrader has started and not finished
+        self.before: dict[str, Any] = {}
+        self.recorded = 0
+
+    def student_of(self, notebooks: list[str]) -> str:
+        """The student of a submission (nbgrader passes its hooks the CourseDirectory's student_id, "*", and the
+        submitted notebooks' paths: submitted/<student>/<assignment>/<notebook>.ipynb)."""
+        return Path(notebooks[0]).parent.parent.name
+
+    def start(self, assignment: str, student: str, notebooks: list[str], **_: Any) -> None:
+        who = self.student_of(notebooks)
+        try:
+            before = {"rows": _student_rows(self.db_url, assignment, who),
+                      "results": _results(self.root, assignment, who), "assignment": assignment}
+        except Exception:  # (nbgrader logs it and goes on: an interruption then says it cannot put it back)
+            self.current, self.before = who, {}
+            raise
+        self.current, self.before = who, before
+
+    def done(self, assignment: str, student: str, notebooks: list[str], **_: Any) -> None:
+        who = self.student_of(notebooks)
+        self.current, self.before = None, {}
+        self.recorded += 1
+        log(f"recorded: {printable(who)}")
+
+    def restore(self) -> str:
+        """Put the current student back as before; "" when no student was halfway, else its id."""
+        who = self.current
+        if who is None:
+            return ""
+        if not self.before:
+            raise RuntimeError("its rows could not be read before it was graded")
+        _put_back(self.db_url, self.before["assignment"], who, self.before["rows"])
+        _put_back_results(self.root, self.before["assignment"], who, self.before["results"])
+        self.current = None
+        return who
+
+
+_RECORDING: Recording | None = None
+
+
+def _student_starts(**hook: Any) -> None:
+    if _RECORDING is not None:
+        _RECORDING.start(**hook)
+
+
+def _student_done(**hook: Any) -> None:
+    if _RECORDING is not None:
+        _RECORDING.done(**hook)
+
+
+def _columns(row: Any) -> dict[str, Any]:
+    import sqlalchemy
+
+    return {c.key: getattr(row, c.key) for c in sqlalchemy.inspect(row).mapper.column_attrs}
+
+
+def _student_rows(db_url: str, assignment: str, student: str) -> dict[str, Any]:
+    """{"student": bool, "submission": {id: columns} | {}, "notebooks", "grades", "comments": {id: columns}}."""
+    from nbgrader.api import Assignment, Gradebook, Student, SubmittedAssignment
+
+    with Gradebook(db_url) as gb:
+        rows: dict[str, Any] = {"student": gb.db.query(Student).filter(Student.id == student).one_or_none() is not None}
+        submission = (gb.db.query(SubmittedAssignment).join(Assignment)
+                      .filter(Assignment.name == assignment, SubmittedAssignment.student_id == student).one_or_none())
+        rows["submission"] = {} if submission is None else {submission.id: _columns(submission)}
+        notebooks = [] if submission is None else list(submission.notebooks)
+        rows["notebooks"] = {nb.id: _columns(nb) for nb in notebooks}
+        rows["grades"] = {g.id: _columns(g) for nb in notebooks for g in nb.grades}
+        rows["comments"] = {c.id: _columns(c) for nb in notebooks for c in nb.comments}
+    return rows
+
+
+def _put_back(db_url: str, assignment: str, student: str, before: dict[str, Any]) -> None:
+    """The student's rows as ``before`` (_student_rows) held them: rows added since deleted, the others' columns
+    written back; a student or submission that did not exist removed."""
+    from nbgrader.api import Assignment, Gradebook, MissingEntry, SubmittedAssignment
+
+    with Gradebook(db_url) as gb:
+        gb.db.rollback()
+        submission = (gb.db.query(SubmittedAssignment).join(Assignment)
+                      .filter(Assignment.name == assignment, SubmittedAssignment.student_id == student).one_or_none())
+        if not before["submission"]:
+            if submission is not None:
+                gb.remove_submission(assignment, student)
+            if not before["student"]:
+                try:
+                    gb.remove_student(student)
+                except MissingEntry:
+                    pass
+            gb.db.commit()
+            return
+        if submission is None:  # (nbgrader never deletes it: nothing to put back but the columns)
+            return
+        notebooks = list(submission.notebooks)
+        now = {"submission": [submission], "notebooks": notebooks,
+               "grades": [g for nb in notebooks for g in nb.grades],
+               "comments": [c for nb in notebooks for c in nb.comments]}
+        for kind in ("grades", "comments", "notebooks", "submission"):  # (children first, for deletions)
+            for row in now[kind]:
+                old = before[kind].get(row.id)
+                if old is None:
+                    gb.db.delete(row)
+                    continue
+                for key, value in old.items():
+                    if getattr(row, key) != value:
+                        setattr(row, key, value)
+        gb.db.commit()
+
+
+def _results(root: Path, assignment: str, student: str) -> dict[str, bytes]:
+    from .report import RESULTS_DIR
+
+    folder = root / RESULTS_DIR / assignment / student
+    return {p.name: p.read_bytes() for p in folder.glob("*.json")} if folder.is_dir() else {}
+
+
+def _put_back_results(root: Path, assignment: str, student: str, before: dict[str, bytes]) -> None:
+    from .report import RESULTS_DIR
+
+    folder = root / RESULTS_DIR / assignment / student
+    if folder.is_dir():
+        for path in folder.glob("*.json"):
+            if path.name not in before:
+                path.unlink()
+    for name, data in before.items():
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
         excluded = [str(s) for s in json.loads(args.exclude.read_text(encoding="utf-8"))]
         config.CourseDirectory.student_id_exclude = ",".join(excluded)
     config.CourseDirectory.db_url = args.db_url
+    global _RECORDING
+    recording = _RECORDING = Recording(args.root, args.db_url)
+    config.Autograde.pre_convert_hook = _student_starts  # (functions: traitlets copies its configuration's values)
+    config.Autograde.post_convert_hook = _student_done
     from nbgrader.apps.nbgraderapp import NbGraderApp
 
     from . import gradebook_engines, nbgrader_plugins, runner  # noqa: F401 (runner: torch and the judge, imported now)
@@ -107,6 +264,22 @@ def main(argv: list[str] | None = None) -> int:
         NbGraderApp.launch_instance(argv=nbgrader_args, config=config)
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except KeyboardInterrupt:  # (nbgrader removed the student's autograded/ folder, then let it through)
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not stop the putting back
+        code = INTERRUPTED
+        try:
+            left = recording.restore()
+        except Exception as exc:  # said, with the student: the gradebook needs a look
+            left = recording.current or ""
+            print("[nbgrader_job | ERROR] " + redact(
+                f"interrupted: {printable(left)} could not be put back as before in the gradebook ({type(exc).__name__}: "
+                f"{printable(exc)}); run make autograde FORCE=1 to grade it again", args.db_url), flush=True)
+        else:
+            log(f"interrupted: {recording.recorded} students recorded"
+                + (f", {printable(left)} left as before" if left else ""))
+        args.scores = None  # (no table: the parent says what to do)
     finally:
         finished = time.monotonic()
         plugins = sys.modules.get("grader.nbgrader_plugins")

@@ -234,6 +234,39 @@ class OverwriteReleasedCells(OverwriteCells):
             return False
         return released is not None and cell.get("source", "") == released
 
+    def add_missing_grade_cells(self, nb: Any, resources: Any) -> tuple[Any, Any]:
+        """nbgrader's, saying which student and notebook lost which cell (its own warning, "Missing grade cell X
+        encountered", names neither), and warning too for a deleted answer cell, which nbgrader does not put back."""
+        import logging
+
+        info = resources["nbgrader"]
+        name = f"{info['student']}/{info['assignment']}/{info['notebook']}"
+        instructor = instructor_notebook(info["db_url"], info["assignment"], info["notebook"])
+        present = {cell.metadata.nbgrader.get("grade_id") for cell in nb.cells
+                   if "nbgrader" in cell.get("metadata", {})}
+        for grade_id, *_ in instructor.source_cells:
+            if grade_id in present or (grade_id not in instructor.points and grade_id not in instructor.solutions):
+                continue
+            if grade_id in instructor.solutions:
+                self.log.warning("%s: answer cell %s was deleted (or renamed) in the submission: %s", name, grade_id,
+                                 "the released cell was put back and graded" if grade_id in instructor.points
+                                 else "the checks of that exercise run without it (0 points unless its code is "
+                                      "elsewhere in the notebook)")
+            else:
+                self.log.warning("%s: test cell %s was deleted (or renamed) in the submission: the instructor's was "
+                                 "put back and graded", name, grade_id)
+
+        class SaidAbove(logging.Filter):
+            def filter(self, record: logging.LogRecord) -> bool:
+                return not str(record.msg).startswith("Missing grade cell ")
+
+        said, logger = SaidAbove(), self.log if isinstance(self.log, logging.Logger) else self.log.logger
+        logger.addFilter(said)
+        try:
+            return super().add_missing_grade_cells(nb, resources)
+        finally:
+            logger.removeFilter(said)
+
     def report_change(self, name: str, attr: str, old: Any, new: Any) -> None:
         if attr == "checksum" and getattr(self, "_as_released", False):
             self.log.debug("cell %s is as released (its hidden tests make the checksums differ): restored", name)
@@ -616,7 +649,8 @@ class ForgetUnknownCells(NbGraderPreprocessor):
             meta = cell.get("metadata", {})
             grade_id = meta.get("nbgrader", {}).get("grade_id")
             if "nbgrader" in meta and grade_id not in known:
-                self.log.warning("cell %r is not in the gradebook (renamed?): graded as plain code", grade_id)
+                self.log.warning("%s/%s/%s: cell %r is not in the gradebook (renamed?): graded as plain code",
+                                 info["student"], info["assignment"], info["notebook"], grade_id)
                 del meta["nbgrader"]
         return nb, resources
 

@@ -244,7 +244,8 @@ def test_autograde_from_a_fresh_clone_just_works(public_tmp):
     assert {k: v for k, v in after.items() if k in before} == before, "committed files were rewritten"
     # (and the grader's bytecode, gitignored: grader.course writes it where it is missing, see fresh_bytecode)
     created = {k.split("/")[0] for k in after if k not in before and not k.startswith("grader/__pycache__/")}
-    assert created <= {"submitted", "autograded", "gradebook.db", "grader_results", "nbgrader.log", "reports"}, created
+    assert created <= {"submitted", "autograded", "gradebook.db", "grader_results", "nbgrader.log", "reports",
+                       course.LOCK_NAME}, created
 
 
 def _scores_through_nbgraders_objects(db_url: str) -> dict[str, dict[str, tuple[float, float]]]:
