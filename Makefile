@@ -95,15 +95,15 @@ demo: install ## the main job: autograde the bundled example class with nbgrader
 autograde: $(STAMP) ## autograde submitted/ with nbgrader (gradebook created if missing), print the scores; FORCE=1 regrade all (make has no --force), ASSIGNMENT=name, JOBS=N DB_URL=postgresql+psycopg://...: N processes
 	@$(BIN)/python -m grader.course autograde --assignment '$(ASSIGNMENT)' $(if $(filter 1 yes true,$(FORCE)),--force)
 
+POSTGRES_DIR ?= .postgres
 postgres: $(STAMP) ## start a local PostgreSQL gradebook in .postgres/ (for trying JOBS=N) and print its GRADER_DB_URL
-	@$(BIN)/python -m grader.postgres start --dir .postgres
+	@$(BIN)/python -m grader.postgres start --dir $(POSTGRES_DIR)
 
 postgres-stop: $(STAMP) ## stop the local PostgreSQL of make postgres
-	@$(BIN)/python -m grader.postgres stop --dir .postgres
+	@$(BIN)/python -m grader.postgres stop --dir $(POSTGRES_DIR)
 
-feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission
-	$(NBGRADER) generate_feedback $(ASSIGNMENT)
-	@echo "Feedback written to feedback/<student>/$(ASSIGNMENT)/"
+feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission (a progress line; nbgrader's log: nbgrader.log)
+	@$(BIN)/python -m grader.course feedback
 
 report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distributions and the class's most frequent mistakes
 	$(BIN)/python -m grader.report

@@ -88,6 +88,7 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "grader.nbgrader_plugins.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "grader.nbgrader_plugins.WrapLongLines",  # long diagnosis lines wrap: no sideways scrolling
 ]
 
 

@@ -238,8 +238,11 @@ class DaskPool:
     taken when grading starts. Raises ``sandbox.SetupError`` saying what happened and what to do."""
 
     def __init__(self, hide: list[Path], workers: int | None = None, limits: sandbox.Limits = sandbox.Limits(),
-                 scheduler: str = "", certificates: str | Path = ""):
+                 scheduler: str = "", certificates: str | Path = "", log: Any = None):
         self.client = None
+        self.log = log or globals()["log"]  # where a retried notebook is said (nbgrader's log, from TrustedExecute)
+        self._lost: dict[str, list[str]] = {}  # task key -> the workers lost while they were running it
+        self._lost_lock = threading.Lock()
         self.address = scheduler_address(scheduler)
         if not self.address:
             raise sandbox.SetupError(f"no Dask scheduler given (c.TrustedExecute.scheduler or ${ENV})")
@@ -261,6 +264,9 @@ class DaskPool:
         try:
             self.client = Client(self.address, security=security, deserializers=DESERIALIZERS, set_as_default=False)
             self.client.unsubscribe_topic("warn")  # a worker's warnings arrive pickled: not wanted here
+            # the scheduler's "remove-worker" events name the tasks the lost worker was running (Dask runs them
+            # again elsewhere, silently): each such notebook gets a line (_said_retried)
+            self.client.subscribe_topic("all", self._on_event)
         except Exception as exc:  # OSError, TimeoutError, ValueError for a malformed address
             raise sandbox.SetupError(
                 f"cannot reach the Dask scheduler at {self.address} (c.TrustedExecute.scheduler or ${ENV}): "
@@ -381,19 +387,51 @@ class DaskPool:
             raise sandbox.SetupError(f"grading on the Dask cluster at {self.address} failed ({type(exc).__name__}: "
                                      f"{_one_line(exc)})") from None
 
+    def _on_event(self, event: Any) -> None:
+        """A scheduler event (topic "all"): remember the tasks of a worker that was removed."""
+        msg = event[1] if isinstance(event, (tuple, list)) and len(event) == 2 else None
+        if not isinstance(msg, dict) or msg.get("action") != "remove-worker":
+            return
+        worker = str(msg.get("worker", "?"))[:200]
+        tasks = msg.get("processing-tasks")
+        with self._lost_lock:
+            for key in tasks if isinstance(tasks, (set, list, tuple, frozenset)) else ():
+                self._lost.setdefault(str(key), []).append(worker)
+
+    def _lost_on(self, key: Any) -> list[str]:
+        with self._lost_lock:
+            return self._lost.pop(str(key), [])
+
+    def _said_retried(self, key: Any, where: str) -> None:
+        """One line for a notebook Dask ran again because the worker running it was lost."""
+        lost = self._lost_on(key)
+        if lost:
+            from .runner import GRADING
+
+            self.log.warning("%s: the Dask worker %s was lost while running it; run again on %s (nothing charged)",
+                             GRADING.get() or "a notebook", ", ".join(dict.fromkeys(lost)), where)
+
     def _run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
-        for _ in range(RESUBMIT + 1):
+        for attempt in range(RESUBMIT + 1):
             nonce = secrets.token_hex(16)  # fresh for each task: an answer for another task is not this one's
             future = self.client.submit(run_plan, self.name, plan, timeout, nonce, pure=False)
             try:
-                return self._read_answer(self._result(future), nonce)
+                data, ended, worker = self._read_answer_from(self._result(future), nonce)
+                self._said_retried(getattr(future, "key", None), worker)
+                return data, ended
             except KilledWorker:  # workers died running it, again and again: a few more tries, then a setup problem
+                from .runner import GRADING
+
+                lost = self._lost_on(getattr(future, "key", None))
+                self.log.warning("%s: Dask gave up on it after its workers died (%s); submitted again (%d of %d, "
+                                 "nothing charged)", GRADING.get() or "a notebook",
+                                 ", ".join(dict.fromkeys(lost)) or "see the scheduler's log", attempt + 1, RESUBMIT)
                 continue
             except CancelledError:  # the connection to the scheduler was lost: Dask reconnects, or closes
                 self._reconnected()
                 continue
             except _Unreadable as exc:  # that notebook fails (no observation: every check 0), the class goes on
-                log.warning("a Dask worker of %s answered a notebook with something else than its results (%s): "
+                self.log.warning("a Dask worker of %s answered a notebook with something else than its results (%s): "
                             "the notebook is reported as not graded", self.address, exc)
                 return b"", local.TaskOutcome(None, "worker")
             finally:
@@ -424,6 +462,11 @@ class DaskPool:
         """(results, how the run ended) from a worker's answer, which must be run_plan's JSON with a valid proof.
         Anything malformed raises _Unreadable (that notebook fails); a wrong proof, or a worker's setup problem,
         sandbox.SetupError (grading stops)."""
+        data, ended, _ = self._read_answer_from(data, nonce)
+        return data, ended
+
+    def _read_answer_from(self, data: Any, nonce: str) -> tuple[bytes, local.TaskOutcome, str]:
+        """``_read_answer``'s, and the address of the worker that answered."""
         if not isinstance(data, bytes) or len(data) > ANSWER_BYTES:
             raise _Unreadable(f"{type(data).__name__} of {len(data) if isinstance(data, bytes) else '?'} bytes")
         try:
@@ -447,7 +490,7 @@ class DaskPool:
         if (not isinstance(results, str) or stopped not in OUTCOMES
                 or not (code is None or (type(code) is int and abs(code) < 2**31))):
             raise _Unreadable(f"malformed results from {worker}")
-        return results.encode("utf-8", errors="replace"), local.TaskOutcome(code, stopped)
+        return results.encode("utf-8", errors="replace"), local.TaskOutcome(code, stopped), worker
 
     def _watch(self, alone_since: float | None) -> float | None:
         """While a notebook waits: stop when the scheduler is gone or no worker has been left for too long."""

@@ -217,8 +217,10 @@ class Progress:
     """Notebooks graded out of ``total``: tqdm's bar on a terminal; elsewhere (CI logs, pipes) a plain line at each
     quarter. ``write`` prints a line without breaking the bar."""
 
-    def __init__(self, total: int, stream: Any = None) -> None:
+    def __init__(self, total: int, stream: Any = None, desc: str = "autograding", unit: str = "notebook",
+                 done: str = "notebooks graded") -> None:
         self.total, self.done, self.started = total, 0, time.monotonic()
+        self.said = done
         self.stream = stream or sys.stdout
         self.bar: Any = None
         self.quarter = 1
@@ -226,9 +228,9 @@ class Progress:
             from tqdm import tqdm
 
             size = shutil.get_terminal_size()  # (80 × 24 where a terminal reports no size: tqdm would hide the bar)
-            self.bar = tqdm(total=total, unit="notebook", file=self.stream, leave=False, ncols=min(100, size.columns),
+            self.bar = tqdm(total=total, unit=unit, file=self.stream, leave=False, ncols=min(100, size.columns),
                             nrows=size.lines,
-                            desc="    autograding", bar_format="{desc} {n_fmt}/{total_fmt} |{bar}| {elapsed}<{remaining}")
+                            desc=f"    {desc}", bar_format="{desc} {n_fmt}/{total_fmt} |{bar}| {elapsed}<{remaining}")
 
     def advance(self) -> None:
         self.done += 1
@@ -236,7 +238,7 @@ class Progress:
             self.bar.update(1)
             return
         if self.total and self.done < self.total and 4 * self.done >= self.quarter * self.total:
-            self.write(f"    {self.done}/{self.total} notebooks graded ({time.monotonic() - self.started:.0f} s)")
+            self.write(f"    {self.done}/{self.total} {self.said} ({time.monotonic() - self.started:.0f} s)")
             while 4 * self.done >= self.quarter * self.total:
                 self.quarter += 1
 
@@ -260,12 +262,15 @@ class Progress:
 
 _LOG_LINE = re.compile(r"\[(\w+) \| (DEBUG|INFO|WARNING|ERROR|CRITICAL)\] ?(.*)")
 _GRADED = re.compile(r"[^/\s]+/[^/\s]+/[^/\s]+: [\d.]+/[\d.]+ points \(trusted grading")
+_FEEDBACK_PAGE = re.compile(r"Writing \d+ bytes to .*\.html$")  # generate_feedback, one line per page written
 _PY_WARNING = re.compile(r"\S.*:\d+: (\w*Warning): (.*)")
 # nbgrader's lines counted, not relayed one by one (its log keeps them): --force's per student, and what an
 # interrupted student leaves (said in one line at the end)
 _REMOVED = "Removing existing assignment: "
 _SKIPPED = "Skipping existing assignment: "
 _INTERRUPTED = re.compile(r"interrupted: \d+ students recorded(?:, (.*) left as before)?$")
+# nbgrader's INFO lines the terminal gets too (not problems): where the class is graded when it is not this machine
+_SHOWN_INFO = ("grading on the Dask cluster at ",)
 
 
 @dataclass
@@ -312,18 +317,20 @@ class Nbgrader:
         written out, the gradebook's password hidden."""
         return printable(redact(text, self.db_url, os.environ.get("GRADER_DB_URL", "").strip()))
 
-    def run(self, args: list[str], total: int = 0) -> tuple[int, int, float]:
-        """(exit status, notebooks graded, seconds); with ``total``, a progress bar over that many notebooks."""
+    def run(self, args: list[str], total: int = 0, progress: dict[str, str] | None = None) -> tuple[int, int, float]:
+        """(exit status, notebooks graded, seconds); with ``total``, a progress bar over that many notebooks (or
+        what ``progress`` says: Progress's desc, unit and done)."""
         command = nbgrader_command(*args, f"--CourseDirectory.root={self.root}")  # (the gradebook: nbgrader_env)
         job = Job("", command, self.log)
-        graded, seconds = self.run_jobs([job], total, append=True)
+        graded, seconds = self.run_jobs([job], total, append=True, progress=progress)
         return job.returncode, graded, seconds
 
-    def run_jobs(self, jobs: list[Job], total: int = 0, append: bool = False) -> tuple[int, float]:
+    def run_jobs(self, jobs: list[Job], total: int = 0, append: bool = False,
+                 progress: dict[str, str] | None = None) -> tuple[int, float]:
         """Run the jobs' processes at once, each writing its log, with one progress bar over all of them (and
         ``total`` notebooks); (notebooks graded, seconds). Each job's exit status is in ``job.returncode``."""
         started = time.monotonic()
-        progress = Progress(total)
+        progress = Progress(total, **(progress or {}))  # type: ignore[arg-type]
         lock = threading.Lock()
         try:
             threads = [threading.Thread(target=self._follow, args=(job, progress, lock, append, started), daemon=True)
@@ -408,6 +415,8 @@ class Nbgrader:
                         self.interrupted = True
                         if text:
                             self.left_halfway.append(text)
+                    elif kind == "note":
+                        progress.write(f"    {prefix}{text}")
                     elif (self.interrupted and not text.startswith("interrupted:")) or text in self.quiet:
                         continue  # (interrupted: nbgrader's "Removing failed assignment", "Canceled": said at the end)
                     else:
@@ -419,11 +428,12 @@ class Nbgrader:
 
     @staticmethod
     def _classify(line: str) -> tuple[str, str]:
-        """("graded" | "warning" | "error" | "", text) for one line of nbgrader's output."""
+        """("graded" | "note" | "warning" | "error" | "", text) for one line of nbgrader's output ("graded": a
+        notebook recorded, or a feedback page written: the progress)."""
         match = _LOG_LINE.match(line)
         if match:
             level, text = match.group(2), match.group(3).strip()
-            if level == "INFO" and _GRADED.match(text):
+            if level == "INFO" and (_GRADED.match(text) or _FEEDBACK_PAGE.match(text)):
                 return "graded", text
             if match.group(1) == "nbgrader_job" and text.startswith("recorded: "):
                 return "recorded", text.removeprefix("recorded: ")
@@ -434,6 +444,8 @@ class Nbgrader:
                 return "skipped", text.removeprefix(_SKIPPED)
             if level == "WARNING" and text.startswith(_REMOVED):
                 return "removed", text.removeprefix(_REMOVED)
+            if level == "INFO" and text.startswith(_SHOWN_INFO):
+                return "note", text
             if level == "WARNING":
                 return "warning", text
             if level in ("ERROR", "CRITICAL") and not text.startswith("Traceback"):
@@ -740,6 +752,12 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
         left_before = sum(counts.get(s, 0) for s in runner.skipped)
         expected = total - left_before
         graded = sum(counts.get(s, 0) for s in runner.recorded)
+        if failed and not runner.recorded:  # nbgrader stopped before recording anyone (e.g. the grading
+            # environment could not start): its error line said what and what to do; no count, table or "failed
+            # for some students"
+            logs = runner.log if len(groups) <= 1 else f"{root}/nbgrader-job<N>.log (N = 1..{len(groups)})"
+            say(f"nbgrader's full log: {logs}")
+            return 1
         say(f"autograde: {graded}/{expected} notebooks graded ({seconds:.0f} s)"
             + (f"; {len(runner.skipped)} students ({left_before} notebooks) autograded before were left as they are "
                "(FORCE=1 grades them again)" if runner.skipped else "")
@@ -875,6 +893,33 @@ def _holder(path: Path) -> str:
     return "by " + (_holder_of(data) or "a process that is just starting")
 
 
+def feedback(root: Path, assignment: str = ASSIGNMENT, force: bool = False) -> int:
+    """`make feedback`: nbgrader generate_feedback for every autograded submission. nbgrader's log goes to
+    <course>/nbgrader.log; the terminal gets a progress line over the pages, each warning or error nbgrader
+    reports (one line each), and where the pages are."""
+    root = root.resolve()
+    autograded = sorted((root / "autograded").glob(f"*/{assignment}/*.ipynb"))
+    if not autograded:
+        say(f"No autograded submissions in {root / 'autograded'}/<student>/{assignment}/: run make autograde first.")
+        return 0
+    students = len({path.parent.parent.name for path in autograded})
+    runner = Nbgrader(root)
+    say(f"feedback: {students} students, {len(autograded)} autograded notebooks")
+    returncode, written, seconds = runner.run(["generate_feedback", assignment, *(["--force"] if force else [])],
+                                              len(autograded), {"desc": "feedback", "unit": "page",
+                                                                "done": "feedback pages written"})
+    problems = len(runner.problems)
+    say(f"feedback: {written} pages written to {root / 'feedback'}/<student>/{assignment}/ ({seconds:.0f} s)"
+        + ("" if written == len(autograded) or force else
+           "; the others were written before (run with --force to write them again)"))
+    say(f"nbgrader's full log: {runner.log}" + (f" ({problems} warning(s) or error(s) above)" if problems else ""))
+    if returncode != 0:
+        say(f"nbgrader generate_feedback failed (exit status {returncode}); see the lines above and its log: "
+            f"{runner.log}")
+        return 1
+    return 0
+
+
 def fresh_bytecode() -> None:
     """Write the grader package's bytecode (__pycache__) where it is missing or older than its source. Every process
     of a run imports the package (nbgrader's, each sandboxed worker, each notebook's child: grader.checks), and
@@ -1004,6 +1049,9 @@ def main(argv: list[str] | None = None) -> int:
                         "sqlite:///<course>/gradebook.db)")
     a.add_argument("--workers", type=int, default=0,
                    help="sandboxed workers per nbgrader process (default: the cores shared out between them)")
+    f = sub.add_parser("feedback", help="nbgrader generate_feedback for every autograded submission, with progress")
+    f.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
+    f.add_argument("--force", action="store_true", help="write again the pages written before")
     s = sub.add_parser("scores", help="print scores per student and exercise from a gradebook")
     s.add_argument("--db", default=os.environ.get("GRADER_DB_URL", "").strip() or "sqlite:///gradebook.db",
                    help="the gradebook's URL (default: GRADER_DB_URL, else sqlite:///gradebook.db)")
@@ -1012,6 +1060,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.dir)
+    if args.command == "feedback":
+        return feedback(args.root, force=args.force)
     if args.command == "autograde":
         if args.jobs is not None and args.jobs < 1:
             parser.error("--jobs needs 1 or more")

@@ -511,6 +511,12 @@ class SubmissionExporter(NotebookExporter):
                 self.log.error("%s %s", *plugin.setup_problem("setup_failed", cause=_one_line(exc)))
                 raise NbGraderException(str(exc)) from None  # nbgrader exits 1; nothing was recorded
 
+    def _relative(self, text: str) -> str:
+        from .outputs import course_relative
+
+        root = getattr(getattr(self.parent, "coursedir", None), "root", None)
+        return course_relative(text, Path(root).resolve() if root else None)
+
     def from_notebook_node(self, nb: Any, resources: Any = None, **kw: Any) -> tuple[str, Any]:
         """NotebookExporter's, without validating the text it writes: nbformat.writes only logs what it finds,
         and writes all the same; the schema validation of a whole notebook was about a sixth of nbgrader's own
@@ -544,6 +550,7 @@ class SubmissionExporter(NotebookExporter):
         else:
             reason = say("foreign_submission", file=filename, why=foreign) if foreign else ""
         if reason:
+            reason = self._relative(reason)  # (the student reads it too: no absolute path)
             self.log.warning("%s", reason)
             _CLASSROOM.unreadable[key] = reason
             nb = placeholder_notebook(info["db_url"], info["assignment"], info["notebook"], reason)
@@ -565,8 +572,8 @@ class SubmissionExporter(NotebookExporter):
         except Exception as exc:  # a notebook nbgrader's sanitizing trips over (e.g. every cell deleted)
             if _not_the_notebooks_fault(exc):
                 raise
-            reason = say("unreadable_submission", file=filename,
-                         why=f"nbgrader could not prepare it for grading ({type(exc).__name__}: {_one_line(exc)})")
+            reason = self._relative(say("unreadable_submission", file=filename, why=f"nbgrader could not prepare "
+                                        f"it for grading ({type(exc).__name__}: {_one_line(exc)})"))
             self.log.warning("%s", reason)
             _CLASSROOM.unreadable[key] = reason
             nb = placeholder_notebook(info["db_url"], info["assignment"], info["notebook"], reason)
@@ -754,6 +761,28 @@ class HideHiddenTests(NbGraderPreprocessor):
         return cell, resources
 
 
+class WrapLongLines(NbGraderPreprocessor):
+    """For feedback (after nbconvert's CSSHTMLHeaderPreprocessor): CSS that wraps long lines in the page, so a
+    diagnosis, a hint, a traceback or a long line of code never makes the page scroll sideways (nbconvert's
+    classic template keeps each output line on one line, ``white-space: pre``)."""
+
+    css = """
+div.output_area pre, div.output_subarea pre, div.input_area pre, div.text_cell_render pre, pre {
+  white-space: pre-wrap; overflow-wrap: anywhere; word-break: normal;
+}
+div.output_subarea, div.input_area, div.inner_cell, div.text_cell_render { min-width: 0; overflow-wrap: anywhere; }
+div.output_subarea { max-width: 100%; }
+div.output_subarea img, div.output_subarea svg, div.text_cell_render img { max-width: 100%; height: auto; }
+div.nbgrader_cell .panel-heading { height: auto; min-height: 37px; }
+"""
+    display_data_priority = List(["text/html", "application/pdf", "text/latex", "image/svg+xml", "image/png",
+                                  "image/jpeg", "text/plain"]).tag(config=True)  # (as HideHiddenTests)
+
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        resources.setdefault("inlining", {}).setdefault("css", []).append(self.css)
+        return nb, resources
+
+
 class TrustedExecute(NbGraderPreprocessor):
     """Replaces nbgrader's Execute: student code runs in a sandbox, test cells are judged outside it.
 
@@ -835,9 +864,12 @@ class TrustedExecute(NbGraderPreprocessor):
         root = self._course_root()
         if root is None:
             return
+        from .outputs import course_relative
+
         folder = root / RESULTS_DIR / info["assignment"] / info["student"]
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{info['notebook']}.json").write_text(json.dumps(result.as_dict(), indent=1), encoding="utf-8")
+        saved = course_relative(result.as_dict(), root)  # (diagnoses as students read them: no absolute path)
+        (folder / f"{info['notebook']}.json").write_text(json.dumps(saved, indent=1), encoding="utf-8")
 
     def _hide(self, db_url: str) -> list[Path]:
         from .sandbox import course_hidden
@@ -881,7 +913,7 @@ class TrustedExecute(NbGraderPreprocessor):
                 if Path(folder).is_dir():
                     rmtree(folder)
             raise GradingStopped(1) from None
-        _write_verdicts(nb, result)
+        _write_verdicts(nb, result, self._course_root())
         self._save(result, info)
         if result.flags:
             self.log.warning("%s", say("flagged_notebook", name=name, what=flags_text(result.flags)))
@@ -918,13 +950,18 @@ def _unreadable_result(name: str, trusted: dict[str, Any], reason: str) -> Any:
     return result
 
 
-def _write_verdicts(nb: Any, result: Any) -> None:
+def _write_verdicts(nb: Any, result: Any, root: Path | None = None) -> None:
     """Each graded test cell's output becomes its verdict (nbgrader scores error outputs 0); every other code
-    cell gets what it showed in the sandbox (prints, errors, graphs), as stock nbgrader's Execute keeps them."""
+    cell gets what it showed in the sandbox (prints, errors, graphs), as stock nbgrader's Execute keeps them.
+    The grading machine's absolute paths (in tracebacks, in messages) are shown relative to the course
+    (``outputs.course_relative``): this notebook is what the feedback page shows the student."""
     from collections import defaultdict, deque
 
     from . import outputs
     from .messages import say
+
+    def relative(text: str) -> str:
+        return outputs.course_relative(text, root)
 
     verdicts = {c.grade_id: c for c in result.cells}
     shown: dict[str, deque] = defaultdict(deque)
@@ -940,13 +977,14 @@ def _write_verdicts(nb: Any, result: Any) -> None:
         if verdict is None:
             queue = shown.get(outputs.source_key(cell.source))
             if queue:
-                cell.outputs = [nbformat.from_dict(o) for o in queue.popleft()]
+                cell.outputs = [nbformat.from_dict(outputs.course_relative(o, root)) for o in queue.popleft()]
             continue
         # (what nbformat's new_output makes, without validating each one against the schema: ~1 ms a notebook)
         if verdict.status == "passed":
-            cell.outputs.append(NotebookNode(output_type="stream", name="stdout", text=verdict.message + "\n"))
+            cell.outputs.append(NotebookNode(output_type="stream", name="stdout", text=relative(verdict.message) + "\n"))
         else:
-            message = verdict.message if verdict.status == "failed" else say("not_checked", reason=verdict.message)
+            message = relative(verdict.message if verdict.status == "failed" else
+                               say("not_checked", reason=verdict.message))
             cell.outputs.append(NotebookNode(output_type="error", ename="AssertionError", evalue=message,
                                              traceback=["AssertionError: " + message]))
 
@@ -995,7 +1033,7 @@ class _Classroom:
                 pools.discard_early()  # a pool started early on this machine is not the one asked for
                 from .cluster import DaskPool
 
-                pool = DaskPool(hide=hide, workers=count, scheduler=address)
+                pool = DaskPool(hide=hide, workers=count, scheduler=address, log=plugin.log)
                 plugin.log.info("grading on the Dask cluster at %s: %s", address, pool.describe())
             else:
                 # the pool `python -m grader.nbgrader_job` started while nbgrader was starting, when it is the one

@@ -92,3 +92,69 @@ def _data(data: dict[str, Any]) -> dict[str, str]:
         encoded = base64.b64encode(svg.encode("utf-8", errors="replace")).decode()
         kept["text/html"] = f'<img alt="graph" src="data:image/svg+xml;base64,{html.escape(encoded)}"/>'
     return kept
+
+
+# --- the instructor's absolute paths, as students are shown them ---------------------------------------------
+
+
+def course_relative(value: Any, root: Any = None) -> Any:
+    """``value`` (a string, or lists and dicts of them) with the grading machine's absolute paths made relative:
+    the course folder's (``root``) to paths inside it (``submitted/alice/autograd/01_autograd_basics.ipynb``),
+    the Python packages' to ``site-packages/...`` (a torch frame of a traceback), the course repository's (the
+    grader, its ``.venv``) to paths inside it, the home folder's to ``~/``. What students read (verdicts,
+    diagnoses, their cells' tracebacks, in the autograded notebook, the feedback page and grader_results/)
+    goes through here, so it never shows where the instructor keeps the course."""
+    pairs = _path_prefixes(str(root) if root else "")
+    if isinstance(value, str):
+        if "/" not in value:
+            return value
+        for prefix, shown in pairs:
+            if prefix in value:
+                value = value.replace(prefix, shown)
+        return value
+    if isinstance(value, list):
+        return [course_relative(v, root) for v in value]
+    if isinstance(value, tuple):
+        return tuple(course_relative(v, root) for v in value)
+    if isinstance(value, dict):  # (in place: an nbformat NotebookNode stays one)
+        for key in list(value):
+            value[key] = course_relative(value[key], root)
+    return value
+
+
+_PREFIXES: dict[str, list[tuple[str, str]]] = {}
+
+
+def _path_prefixes(root: str) -> list[tuple[str, str]]:
+    """(absolute folder + '/', what replaces it), longest first: a folder inside another is matched first."""
+    found = _PREFIXES.get(root)
+    if found is not None:
+        return found
+    import os
+    import site
+    import sys
+    import sysconfig
+    from pathlib import Path
+
+    pairs: dict[str, str] = {}
+
+    def add(path: Any, shown: str) -> None:
+        for form in {str(path), os.path.realpath(str(path))}:
+            form = form.rstrip("/")
+            if form.startswith("/") and form != "/":
+                pairs.setdefault(form + "/", shown)
+
+    if root:
+        add(root, "")
+    paths = sysconfig.get_paths()
+    for packages in {paths.get("purelib", ""), paths.get("platlib", ""), *getattr(site, "getsitepackages", list)()}:
+        if packages:
+            add(packages, "site-packages/")
+    add(Path(__file__).resolve().parent.parent, "")  # the course repository: grader/, its .venv
+    add(sys.prefix, "venv/")
+    try:
+        add(Path.home(), "~/")
+    except RuntimeError:
+        pass
+    found = _PREFIXES[root] = sorted(pairs.items(), key=lambda pair: -len(pair[0]))
+    return found

@@ -155,6 +155,14 @@ def _last_lines(text: str, count: int = 3) -> str:
     return " | ".join(lines[-count:]) or "no output"
 
 
+def stop_command(folder: Path) -> str:
+    """How to stop the server in ``folder``: `make postgres-stop` when started by `make postgres` (make sets
+    MAKELEVEL in its commands' environment), else this module's command."""
+    if os.environ.get("MAKELEVEL"):
+        return "make postgres-stop" + ("" if Path(folder) == Path(".postgres") else f" POSTGRES_DIR={folder}")
+    return f"python -m grader.postgres stop --dir {folder}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.postgres", description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["start", "stop", "url"])
@@ -166,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             url = server.start()
             print(f"PostgreSQL gradebook running in {server.folder} (log: {server.log}).\n"
                   f"Use it for every nbgrader command of the course:\n  export GRADER_DB_URL='{url}'\n"
-                  f"then e.g. make autograde JOBS=2; stop it with: python -m grader.postgres stop --dir {args.dir}")
+                  f"then e.g. make autograde JOBS=2; stop it with: {stop_command(args.dir)}")
         elif args.action == "stop":
             server.stop()
             print(f"PostgreSQL in {server.folder} stopped (its data stays there; delete the folder to forget it).")

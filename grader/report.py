@@ -34,9 +34,17 @@ RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<stu
 # TrustedExecute saw in each notebook (verdicts, diagnoses, flags), written while autograding
 
 
+# Diagnoses that are not mistakes: an exercise left as released (its stub, a blank submission) is "not attempted";
+# a submission that could not be read is one problem of the whole notebook, reported once (under the notebook's
+# name), not once per exercise it holds. The report lists both apart from the class's mistakes.
+NOT_ATTEMPTED = frozenset({"not_implemented", "unfinished_exercise", "unfinished_skipped"})
+WHOLE_NOTEBOOK = frozenset({"unreadable_submission"})
+KINDS = {"mistake": "mistake", "not_attempted": "not attempted", "unreadable": "not graded (unreadable)"}
+
+
 @dataclass
 class Diagnosis:
-    exercise: str
+    exercise: str  # the exercise; for a whole-notebook problem, the notebook
     mistake: str
     title: str  # one example of the sentence students read
     students: set[str] = field(default_factory=set)
@@ -45,6 +53,13 @@ class Diagnosis:
     @property
     def count(self) -> int:
         return len(self.students)
+
+    @property
+    def kind(self) -> str:
+        """'mistake', 'not_attempted' or 'unreadable'."""
+        if self.mistake in NOT_ATTEMPTED:
+            return "not_attempted"
+        return "unreadable" if self.mistake in WHOLE_NOTEBOOK else "mistake"
 
 
 def diagnoses_from_results(results_dir: Path, assignment: str) -> list[Diagnosis]:
@@ -59,8 +74,9 @@ def diagnoses_from_results(results_dir: Path, assignment: str) -> list[Diagnosis
         for exercise, data in result.get("exercises", {}).items():
             for cell in data.get("cells", []):
                 for finding in cell.get("findings", []):
-                    key = (exercise, str(finding.get("mistake")))
-                    entry = found.setdefault(key, Diagnosis(exercise, key[1], _title(finding)))
+                    mistake = str(finding.get("mistake"))
+                    key = (path.stem if mistake in WHOLE_NOTEBOOK else exercise, mistake)
+                    entry = found.setdefault(key, Diagnosis(key[0], key[1], _title(finding)))
                     entry.students.add(student)
                     entry.checks.add(cell.get("grade_id", ""))
     return sorted(found.values(), key=lambda d: (-d.count, d.exercise, d.mistake))
@@ -144,10 +160,11 @@ def write_csvs(scores: Scores, diagnoses: list[Diagnosis], out: Path) -> tuple[P
                              f"{sum(s for s, _ in row.values()):g}", f"{sum(m for _, m in row.values()):g}"])
     with open(diagnoses_csv, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["exercise", "mistake", "students", "diagnosis", "who", "checks"])
+        writer.writerow(["exercise", "mistake", "students", "diagnosis", "who", "checks", "kind"])
         for d in diagnoses:
             writer.writerow([csv_cell(d.exercise), csv_cell(d.mistake), d.count, csv_cell(d.title),
-                             csv_cell(" ".join(sorted(d.students))), csv_cell(" ".join(sorted(d.checks)))])
+                             csv_cell(" ".join(sorted(d.students))), csv_cell(" ".join(sorted(d.checks))),
+                             KINDS[d.kind]])
     return scores_csv, diagnoses_csv
 
 
@@ -187,7 +204,7 @@ def plots(scores: Scores, diagnoses: list[Diagnosis]) -> dict[str, str]:
         fig.tight_layout()
         images["distribution"] = _png(fig)
         plt.close(fig)
-    top = [d for d in diagnoses if d.mistake not in ("not_implemented",)][:12]
+    top = [d for d in diagnoses if d.kind == "mistake"][:12]
     if top:
         fig, ax = plt.subplots(figsize=(8, 0.45 * len(top) + 0.8))
         labels = [f"{d.exercise}: {d.mistake.replace('_', ' ')}" for d in top][::-1]
@@ -212,10 +229,12 @@ def render_html(scores: Scores, diagnoses: list[Diagnosis], images: dict[str, st
         mean = sum(values) / len(values) if values else 0
         full = sum(1 for v in values if v == top)
         summary_rows.append(f"<tr><td>{esc(exercise)}</td><td>{mean:.2f} / {top:g}</td><td>{full} of {len(values)}</td></tr>")
+    mistakes = [d for d in diagnoses if d.kind == "mistake"]
     diagnosis_rows = "".join(
         f"<tr><td>{esc(d.exercise)}</td><td><b>{d.count}</b></td><td>{esc(d.title)}<br><small><code>{esc(d.mistake)}</code>"
         f" · {esc(', '.join(sorted(d.checks)))}</small></td><td>{esc(', '.join(sorted(d.students)))}</td></tr>"
-        for d in diagnoses)
+        for d in mistakes) or '<tr><td colspan="4">(no mistakes: every exercise attempted was right)</td></tr>'
+    apart = _apart_section([d for d in diagnoses if d.kind != "mistake"])
     score_rows = "".join(
         f"<tr><td>{esc(s)}</td>" + "".join(
             f"<td>{scores[s][e][0]:g}/{scores[s][e][1]:g}</td>" if e in scores[s] else "<td>-</td>" for e in exercises)
@@ -230,7 +249,7 @@ table {{ border-collapse: collapse; margin: 1em 0; }} td, th {{ border: 1px soli
 th {{ background: #f3f3f3; }} img {{ max-width: 100%; }} small {{ color: #666; }}
 </style></head><body>
 <h1>{esc(title)}</h1>
-<p>{len(scores)} students · {len(exercises)} exercises · {sum(d.count for d in diagnoses)} diagnoses across the class{flagged}.</p>
+<p>{len(scores)} students · {len(exercises)} exercises · {sum(d.count for d in mistakes)} diagnosed mistakes across the class{flagged}.</p>
 <h2>Flagged submissions</h2>
 {_flags_section(flags or [])}
 <h2>Score distribution per exercise</h2>
@@ -238,11 +257,38 @@ th {{ background: #f3f3f3; }} img {{ max-width: 100%; }} small {{ color: #666; }
 <table><tr><th>exercise</th><th>mean</th><th>full marks</th></tr>{''.join(summary_rows)}</table>
 <h2>Most frequent mistakes</h2>
 {image("diagnoses", "most frequent diagnoses, by number of students")}
-<table><tr><th>exercise</th><th>students</th><th>diagnosis (as students read it)</th><th>who</th></tr>{diagnosis_rows}</table>
+<table id="mistakes"><tr><th>exercise</th><th>students</th><th>diagnosis (as students read it)</th><th>who</th></tr>{diagnosis_rows}</table>
+{apart}
 <h2>Scores per student</h2>
 <table><tr><th>student</th>{''.join(f'<th>{esc(e)}</th>' for e in exercises)}<th>total</th></tr>{score_rows}</table>
 </body></html>
 """
+
+
+def _apart_section(diagnoses: list[Diagnosis]) -> str:
+    """The exercises not attempted (stubs left as released, blank submissions) and the submissions that could not
+    be graded (unreadable): apart from the mistakes, one small table each (none when there are none)."""
+    esc = html.escape
+    parts = []
+    missing = [d for d in diagnoses if d.kind == "not_attempted"]
+    if missing:
+        by_exercise: dict[str, set[str]] = {}
+        for d in missing:
+            by_exercise.setdefault(d.exercise, set()).update(d.students)
+        rows = "".join(f"<tr><td>{esc(e)}</td><td><b>{len(who)}</b></td><td>{esc(', '.join(sorted(who)))}</td></tr>"
+                       for e, who in sorted(by_exercise.items(), key=lambda item: (-len(item[1]), item[0])))
+        parts.append("<h3>Not attempted</h3><p>Exercises handed in as released (the stub still raises "
+                     "NotImplementedError): not mistakes, so not counted above.</p>"
+                     f'<table id="not-attempted"><tr><th>exercise</th><th>students</th><th>who</th></tr>{rows}</table>')
+    unreadable = [d for d in diagnoses if d.kind == "unreadable"]
+    if unreadable:
+        rows = "".join(f"<tr><td>{esc(d.exercise)}</td><td><b>{d.count}</b></td><td>{esc(d.title)}</td>"
+                       f"<td>{esc(', '.join(sorted(d.students)))}</td></tr>" for d in unreadable)
+        parts.append("<h3>Submissions that could not be graded</h3><p>Each is listed once, under its notebook; every "
+                     "test cell of it scored 0. Ask the student to hand it in again.</p>"
+                     f'<table id="unreadable"><tr><th>notebook</th><th>students</th><th>why (one example)</th>'
+                     f"<th>who</th></tr>{rows}</table>")
+    return "\n".join(parts)
 
 
 def build(root: Path, assignment: str, out: Path, db_url: str | None = None) -> Path:

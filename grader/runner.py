@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import io
 import json
 import os
@@ -197,6 +198,11 @@ def _course_roots(*paths: Path | None) -> list[Path]:
     return sorted(set(roots))
 
 
+# 'student/assignment/notebook' while grade_cells runs it, in its thread: read by a pool reporting on that run (a Dask
+# worker lost while running it)
+GRADING: contextvars.ContextVar[str] = contextvars.ContextVar("grading", default="")
+
+
 def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = DEFAULT_TIMEOUT,
                 allow_unsandboxed: bool = False, hide: list[Path] = (),  # type: ignore[assignment]
                 pool: "Pool | None" = None, judge_seconds: float | None = None) -> NotebookResult:
@@ -206,7 +212,11 @@ def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = 
     env ``GRADER_JUDGE_SECONDS``): checks not judged within it fail, never pass."""
     started = time.monotonic()
     result = NotebookResult(name, tests_from)
-    reported, problem, restored, flags = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
+    token = GRADING.set(name)  # (a pool that has something to say about this run names the notebook)
+    try:
+        reported, problem, restored, flags = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
+    finally:
+        GRADING.reset(token)
     names = {(c.index if c.index >= 0 else ("missing", c.grade_id)): c.grade_id or f"cell {c.index + 1}" for c in cells}
     result.flags = [{"cell": str(names.get(key, "?")), "what": what} for key, what in flags]
     room = [outputs.NOTEBOOK_BYTES]

@@ -450,6 +450,31 @@ def test_feedback_shows_the_students_own_outputs(feedback):
         assert try_exp["graphs"], f"the graph drawn by the Exp 'try it yourself' cell is missing: {try_exp}; {steps}"
 
 
+def test_the_feedback_page_wraps_long_lines_without_sideways_scrolling_at_1024_px(feedback_page, browser,
+                                                                                   tmp_path_factory):
+    """Issue 21: a diagnosis line (or a traceback's, or a line of code) longer than the window wraps; the page has
+    no horizontal scroll at 1024 px, and no block of text scrolls sideways inside it either."""
+    steps = Steps(browser, tmp_path_factory.mktemp("feedback-1024-screenshots"))
+    browser.set_window_size(1024, 900)
+    try:
+        browser.get(feedback_page.as_uri())
+        wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".panel-heading h4"), 30,
+                 "the feedback page's title", steps)
+        first_order = browser.find_element(By.CSS_SELECTOR, "a[name='square-first-order']")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", first_order)
+        where = steps.shot("feedback-1024")
+        page, window, longest, overflowing = browser.execute_script("""
+            const pres = [...document.querySelectorAll('pre')];
+            return [document.documentElement.scrollWidth, document.documentElement.clientWidth,
+                    Math.max(...pres.map(p => Math.max(...p.textContent.split('\\n').map(l => l.length)))),
+                    pres.filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.textContent.slice(0, 80))];""")
+    finally:
+        browser.set_window_size(1400, 1000)
+    assert window <= 1024 and longest > 150, f"no line long enough to need wrapping ({longest} characters)"
+    assert page <= window, f"the page scrolls sideways: {page} px wide in a {window} px window; screenshot {where}"
+    assert not overflowing, f"text blocks scroll sideways: {overflowing}; screenshot {where}"
+
+
 # --- 4. formgrader: the instructor's view of the same submission -----------------------------------------------
 
 # formgrade.js calls MathJax (linked on a CDN, unreachable here) before it loads the scores: a stand-in that

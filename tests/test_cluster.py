@@ -296,15 +296,16 @@ def test_the_demo_class_graded_on_dask_workers_gets_the_local_pools_verdicts(loo
 @pytest.mark.slow
 @needs_sandbox
 def test_a_worker_killed_in_the_middle_of_a_class_costs_no_student_anything(loopback, workdir, template):
-    """A third worker joins, takes notebooks, and is SIGKILLed (nanny and all) while running one."""
+    """A third worker joins, takes notebooks, and is SIGKILLed (nanny and all) while running one. `make autograde`
+    (grader.course) says in the terminal that the class is graded on Dask (which workers it saw) and gives each
+    notebook run again a line: the student's notebook, the worker lost, the worker that ran it again (issue 21)."""
     root = workdir / "demo-killed"
     total = _demo_course(root, template)
     doomed = loopback.add_worker("w3")
-    command = course.nbgrader_command("autograde", course.ASSIGNMENT, "--force", f"--CourseDirectory.root={root}",
-                                      "--CourseDirectory.release_directory=release", "--TrustedExecute.timeout=60")
-    log_path = workdir / "demo-killed.log"
-    with open(log_path, "w") as log:
-        nbgrader = subprocess.Popen(command, cwd=course.REPO, env=_on(loopback.address), stdout=log,
+    terminal = workdir / "demo-killed.out"
+    with open(terminal, "w") as out:
+        nbgrader = subprocess.Popen([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)],
+                                    cwd=course.REPO, env=_on(loopback.address), stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     killed_while: list[str] = []
     try:
@@ -325,9 +326,18 @@ def test_a_worker_killed_in_the_middle_of_a_class_costs_no_student_anything(loop
             nbgrader.wait()
         if "w3" in loopback.processes:
             loopback.kill("w3")
-    text = log_path.read_text(errors="replace")
-    assert nbgrader.returncode == 0 and "ERROR" not in text, text[-3000:]
+    text = _read(root / course.LOG_NAME)
+    said = _read(terminal)
+    assert nbgrader.returncode == 0 and "ERROR" not in text, said + text[-3000:]
     assert f"grading on the Dask cluster at {loopback.address}: 3 workers" in text, text[-3000:]
+    dask_lines = [line for line in said.splitlines() if "grading on the Dask cluster at" in line]
+    assert len(dask_lines) == 1 and f"{loopback.address}: 3 workers, 3 threads" in dask_lines[0], said
+    retried = [line for line in said.splitlines() if "was lost while running it" in line]
+    assert len(retried) == len(killed_while), said
+    for line in retried:
+        assert re.match(rf"\s*warning: [^/\s]+/{course.ASSIGNMENT}/\w+: the Dask worker {re.escape(doomed)} was "
+                        r"lost while running it; run again on tls://127\.0\.0\.1:\d+ \(nothing charged\)", line), line
+        assert doomed not in line.rsplit("run again on", 1)[1], line
     scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
     assert {s: {e: got for e, (got, _) in row.items()} for s, row in scores.items()} == expected_scores()
     graded = _graded_lines(text)
@@ -566,6 +576,9 @@ def test_an_unreachable_scheduler_is_one_clear_line_and_nothing_is_recorded(work
     assert len(errors) == 1, out
     assert f"cannot reach the Dask scheduler at {address}" in errors[0] and "dask scheduler" in errors[0], errors[0]
     assert "nothing was recorded" in errors[0], errors[0]
+    # ... and nothing after it reads as if grading had happened (issue 21): no count, no table, no second failure
+    for misleading in ("notebooks graded", "--force", "student ", "failed for some students", "No autograded"):
+        assert misleading not in out, f"{misleading!r} after the error:\n{out}"
     assert course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}") == {}
 
 
@@ -659,6 +672,7 @@ def _pool_over(client) -> cluster.DaskPool:
     pool = cluster.DaskPool.__new__(cluster.DaskPool)
     pool.client, pool.address, pool.name = client, "tcp://127.0.0.1:1", "grader-sandboxes-test"
     pool._threads_seen, pool._seen_at, pool._seen_lock = 0, 0.0, threading.Lock()
+    pool.log, pool._lost, pool._lost_lock = cluster.log, {}, threading.Lock()
     return pool
 
 

@@ -164,6 +164,67 @@ def test_the_demo_says_what_happened_in_at_most_40_lines(demo_run):
     assert any(f"{notebooks}/{notebooks}" in line for line in lines), f"the progress over the {notebooks} notebooks"
 
 
+@pytest.mark.slow
+def test_the_class_report_lists_not_attempted_apart_from_mistakes(demo_run):
+    """Issue 21: blank and unfinished exercises (stubs still raising NotImplementedError) are not the class's
+    "most frequent mistakes": they get a table of their own; the mistakes table and its plot hold mistakes only."""
+    import csv
+    import html as html_module
+
+    tmp_path, returncode, out = demo_run
+    assert returncode == 0, out[-4000:]
+    reports = tmp_path / "course" / "reports"
+    page = (reports / "class-report.html").read_text(encoding="utf-8")
+    mistakes = page.split('<table id="mistakes">', 1)[1].split("</table>", 1)[0]
+    assert "not_implemented" not in mistakes and "not implemented yet" not in mistakes, mistakes[:2000]
+    assert "forgot_grad_output" in mistakes and "transposed_gradient" in mistakes
+    apart = html_module.unescape(page.split('<table id="not-attempted">', 1)[1].split("</table>", 1)[0])
+    assert "<td>vjp</td><td><b>2</b></td><td>blank, fay</td>" in apart, apart
+    rows = list(csv.DictReader(open(reports / "diagnoses.csv", encoding="utf-8")))
+    assert {r["kind"] for r in rows if r["mistake"] == "not_implemented"} == {"not attempted"}
+    assert {r["kind"] for r in rows if r["mistake"] == "forgot_grad_output"} == {"mistake"}
+
+
+@pytest.mark.slow
+def test_what_students_are_shown_holds_no_absolute_path_of_the_instructor(demo_run):
+    """Issue 21: tracebacks kept in the autograded notebooks (torch's frames), verdicts and diagnoses show paths
+    relative to the course (site-packages/torch/..., submitted/<student>/...), never where the course lives."""
+    tmp_path, returncode, out = demo_run
+    assert returncode == 0, out[-4000:]
+    root = tmp_path / "course"
+    secret = [str(course.REPO), str(root), os.path.realpath(root), str(Path.home()) + "/"]
+    shown = [*root.glob("feedback/*/autograd/*.html"), *root.glob("autograded/*/autograd/*.ipynb"),
+             *root.glob("grader_results/autograd/*/*.json")]
+    assert len(shown) >= 3 * 24, shown
+    leaks = {str(p.relative_to(root)): [s for s in secret if s in p.read_text(encoding="utf-8")] for p in shown}
+    assert not {p: s for p, s in leaks.items() if s}, {p: s for p, s in leaks.items() if s}
+    page = (root / "feedback" / "fay" / "autograd" / "03_double_backward.html").read_text(encoding="utf-8")
+    assert "site-packages/torch/autograd/gradcheck.py" in page, "the traceback keeps its frames, made relative"
+
+
+@pytest.mark.slow
+def test_make_feedback_prints_a_progress_line_not_nbgraders_log(demo_run):
+    """Issue 21: `make feedback` (python -m grader.course feedback) writes every page and says so in a few lines;
+    nbgrader's own lines (about ten per student) go to nbgrader.log."""
+    tmp_path, returncode, out = demo_run
+    assert returncode == 0, out[-4000:]
+    root = tmp_path / "course"
+    recipe = subprocess.run(["make", "-n", "feedback"], cwd=course.REPO, capture_output=True, text=True).stdout
+    assert "grader.course feedback" in recipe and "generate_feedback" not in recipe, recipe
+    shutil.rmtree(root / "feedback")  # (as before the first `make feedback`)
+    done = subprocess.run([sys.executable, "-m", "grader.course", "feedback", "--root", str(root)], cwd=course.REPO,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    pages = len(expected_scores()) * len(NOTEBOOK_NAMES)
+    assert len(list(root.glob("feedback/*/autograd/*.html"))) == pages
+    lines = said.strip().splitlines()
+    assert len(lines) <= 3 + 3, said  # what it does, the progress (a bar, or 3 plain quarter lines), the end
+    assert "GenerateFeedbackApp" not in said and "Writing" not in said, said
+    assert f"feedback: {pages} pages written to {root / 'feedback'}/<student>/autograd/" in said, said
+    assert "GenerateFeedbackApp" in (root / course.LOG_NAME).read_text(), "nbgrader's lines are in its log"
+
+
 def _fresh_clone(destination: Path) -> Path:
     """The repository as a fresh clone has it: the files git tracks (and new ones not ignored), no gradebook."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=course.REPO,

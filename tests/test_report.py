@@ -171,3 +171,21 @@ def test_autograde_logs_one_warning_per_flagged_notebook(tmp_path, monkeypatch):
     assert all(part in warnings[0] for part in ("s03", "03_double_backward", "square-first-order",
                                                 "gc.get_referrers", "cell 7", "ctypes.memmove")), warnings[0]
     assert "flagged for review" in warnings[0]
+
+
+def test_not_attempted_and_unreadable_are_listed_apart_and_unreadable_once_per_notebook(tmp_path):
+    """Issue 21: stubs are not mistakes; an unreadable notebook is one row under its name, not one per exercise."""
+    results = tmp_path / "grader_results" / "autograd"
+    for student, findings in {"blank": "not_implemented", "bad": "unreadable_submission"}.items():
+        (results / student).mkdir(parents=True)
+        exercises = {e: {"cells": [{"grade_id": f"{e}-values", "findings": [{"mistake": findings, "title": "t"}]}]}
+                     for e in ("vjp", "accumulate", "secondderiv")}
+        (results / student / "01_autograd_basics.json").write_text(json.dumps({"exercises": exercises}))
+    found = report.diagnoses_from_results(tmp_path / "grader_results", "autograd")
+    unreadable = [d for d in found if d.kind == "unreadable"]
+    assert [(d.exercise, d.students) for d in unreadable] == [("01_autograd_basics", {"bad"})]
+    assert {d.exercise for d in found if d.kind == "not_attempted"} == {"vjp", "accumulate", "secondderiv"}
+    page = report.render_html({}, found, {}, "r")
+    mistakes = page.split('<table id="mistakes">', 1)[1].split("</table>", 1)[0]
+    assert "not_implemented" not in mistakes and "unreadable" not in mistakes
+    assert page.split('<table id="unreadable">', 1)[1].split("</table>", 1)[0].count("<tr>") == 2

@@ -119,12 +119,14 @@ def test_unreadable_submissions_score_0_with_the_reason_and_the_rest_of_the_clas
     for student in [*BROKEN, *UNPROCESSABLE]:
         assert all(scores[student][e][0] == 0 < scores[student][e][1] for e in first), (student, scores[student])
         path = root / "submitted" / student / course.ASSIGNMENT / "01_autograd_basics.ipynb"
-        lines = [line for line in log.splitlines() if str(path) in line and "could not be read as a notebook" in line]
-        assert lines, f"the log does not name {path}:\n{log[-4000:]}"
+        named = str(path.relative_to(root))  # (relative to the course: the student reads it too, issue 21)
+        lines = [line for line in log.splitlines() if named in line and "could not be read as a notebook" in line]
+        assert lines, f"the log does not name {named}:\n{log[-4000:]}"
         autograded = nbformat.read(str(root / "autograded" / student / course.ASSIGNMENT / path.name), as_version=4)
         verdicts = [" ".join(o.get("evalue", "") for o in c.outputs) for c in autograded.cells
                     if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
         assert verdicts and all("could not be read as a notebook" in v and "re-submit" in v for v in verdicts), verdicts
+        assert all(f"{named}:" in v and str(root) not in v for v in verdicts), verdicts
         saved = json.loads((root / "grader_results" / course.ASSIGNMENT / student / "01_autograd_basics.json").read_text())
         assert "could not be read as a notebook" in saved["problem"] and saved["score"] == 0
     assert all(score == top > 0 for e, (score, top) in scores["b-not-json"].items() if e not in first), (
@@ -135,6 +137,24 @@ def test_unreadable_submissions_score_0_with_the_reason_and_the_rest_of_the_clas
                           cwd=course.REPO, env=course.nbgrader_env(), capture_output=True, text=True)
     page = (root / "feedback" / "f-empty" / course.ASSIGNMENT / "01_autograd_basics.html").read_text()
     assert done.returncode == 0 and "could not be read as a notebook" in page and "the file is empty" in page
+    assert "submitted/f-empty/autograd/01_autograd_basics.ipynb" in page and str(root) not in page, \
+        "the student's page names the file relative to the course, never the instructor's absolute path"
+    # The class report lists each unreadable submission once, under its notebook (not once per exercise of it),
+    # apart from the mistakes (issue 21).
+    import csv
+
+    done = subprocess.run([sys.executable, "-m", "grader.report", "--root", str(root)], cwd=course.REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [r for r in csv.DictReader(open(root / "reports" / "diagnoses.csv", encoding="utf-8"))
+            if r["mistake"] == "unreadable_submission"]
+    assert [(r["exercise"], r["kind"]) for r in rows] == [("01_autograd_basics", "not graded (unreadable)")], rows
+    assert set(rows[0]["who"].split()) == {*BROKEN, *UNPROCESSABLE}, rows
+    report = (root / "reports" / "class-report.html").read_text(encoding="utf-8")
+    mistakes = report.split('<table id="mistakes">', 1)[1].split("</table>", 1)[0]
+    assert "unreadable_submission" not in mistakes and "could not be read" not in mistakes, mistakes[:2000]
+    unreadable = report.split('<table id="unreadable">', 1)[1].split("</table>", 1)[0]
+    assert unreadable.count("<tr>") == 2 and "01_autograd_basics" in unreadable, unreadable
 
 
 # --- end to end: a sandbox worker that never becomes ready -----------------------------------------------------

@@ -1,0 +1,133 @@
+"""The README's examples are what the commands really print (issue 21, problem 8).
+
+- the demo's table: the README's header and rows are lines `make demo` prints (its columns, its totals), and the
+  prose around it counts the same students and exercises; "about N lines" is the demo's output within a few lines;
+- every `make X` the README names is a target of the Makefile;
+- `make postgres` prints the stop command the README's example uses (`make postgres-stop`);
+- a number of tests, if the README gives one, is what `pytest --collect-only -q` collects.
+
+The demo is run once here (test_course.py's fixture, `python -m grader.course demo` in a temporary folder).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from grader import course
+from test_course import demo_run  # noqa: F401  (the fixture: the demo's output, run once for this module)
+
+REPO = course.REPO
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def code_spans(text: str) -> list[str]:
+    """The README's code: each fenced block, and each inline `code` span outside them."""
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.M | re.S)
+    prose = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.M | re.S)
+    return blocks + re.findall(r"`([^`\n]+)`", prose)
+
+
+def makefile_targets() -> set[str]:
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    return set(re.findall(r"^([A-Za-z][\w-]*)\s*:(?!=)", makefile, flags=re.M))
+
+
+def readme_demo_table() -> list[str]:
+    """The lines of the README's example of the demo's table (the code block starting with 'student ')."""
+    block = next(b for b in re.findall(r"^```[^\n]*\n(.*?)^```", README, flags=re.M | re.S) if b.startswith("student "))
+    return block.rstrip("\n").split("\n")
+
+
+# --- cheap: the Makefile and pytest ------------------------------------------------------------------------------
+
+
+def test_every_make_target_the_readme_names_is_a_makefile_target():
+    named = {target for span in code_spans(README)
+             for target in re.findall(r"(?:^|[\s;&|(])make\s+([a-z][a-z0-9-]*)(?=[\s`;&|)]|$)", span, flags=re.M)}
+    assert {"demo", "autograde", "feedback", "postgres", "postgres-stop"} <= named, sorted(named)
+    missing = sorted(named - makefile_targets())
+    assert not missing, f"the README names make targets the Makefile does not have: {missing}"
+
+
+def test_a_test_count_in_the_readme_is_what_pytest_collects():
+    stated = {int(n.replace(",", "")) for n in re.findall(r"\b(\d[\d,]*) tests\b", README)}
+    if not stated:  # the README says how to count them instead: nothing to go stale
+        assert "--collect-only" in README
+        return
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    found = re.search(r"^(\d+) tests? collected", done.stdout, flags=re.M)
+    assert found, done.stdout[-2000:] + done.stderr[-2000:]
+    assert stated == {int(found.group(1))}, f"the README says {stated} tests; pytest collects {found.group(1)}"
+
+
+def test_make_postgres_prints_the_stop_command_the_readme_names():
+    from grader import postgres
+
+    example = next(b for b in code_spans(README) if "make postgres " in b or b.startswith("make postgres"))
+    stop = re.search(r"^(make postgres-stop)\b", example, flags=re.M)
+    assert stop, f"the README's example does not stop the server with make postgres-stop:\n{example}"
+    try:
+        postgres.binaries()
+    except postgres.Unavailable as why:  # (make install installs Debian's postgresql)
+        pytest.fail(f"PostgreSQL is not installed, so `make postgres` cannot be checked: {why}")
+    folder = Path(tempfile.mkdtemp(prefix="readme-postgres-"))
+    os.chmod(folder, 0o755)  # the server's user must reach its folder inside
+    server = folder / "server"
+    try:
+        started = subprocess.run(["make", "-s", "postgres", f"POSTGRES_DIR={server}"], cwd=REPO,
+                                 capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+        said = started.stdout + started.stderr
+        assert started.returncode == 0, said
+        printed = re.search(r"stop it with: (.+)$", said, flags=re.M)
+        assert printed and printed.group(1).split(" POSTGRES_DIR=")[0] == stop.group(1), said
+        stopped = subprocess.run(printed.group(1).split(), cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stdout + stopped.stderr
+    finally:
+        subprocess.run(["make", "-s", "postgres-stop", f"POSTGRES_DIR={server}"], cwd=REPO, capture_output=True,
+                       timeout=300)
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- what the demo prints -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_readmes_demo_table_is_what_the_demo_prints(demo_run):  # noqa: F811
+    _, returncode, out = demo_run
+    assert returncode == 0, out[-4000:]
+    printed = out.rstrip("\n").split("\n")
+    shown = readme_demo_table()
+    header = next(line for line in printed if line.startswith("student "))
+    assert shown[0] == header, f"README: {shown[0]!r}\ndemo:   {header!r}"
+    for line in shown[1:]:
+        if line.strip() != "...":
+            assert line in printed, f"the README's row {line!r} is not printed by the demo:\n{out}"
+    after = printed[printed.index(header) + 2:]  # (the header, then a line of dashes, then a row per student)
+    rows = after[: after.index("")] if "" in after else after
+    exercises = len(header.split()) - 2  # (student ... total)
+    top = re.search(r"(\d+)/\1\s*$", next(line for line in rows if line.startswith("ada ")))
+    counts = re.search(r"(\d+) example students × (\d+) exercises", README)
+    assert counts, "the README says how many students and exercises the demo's table has"
+    assert (int(counts.group(1)), int(counts.group(2))) == (len(rows), exercises), (counts.group(0), rows)
+    assert top and any(line.endswith(f"/{top.group(1)}") for line in shown[2:]), \
+        "the README's table has the demo's full marks"
+
+
+@pytest.mark.slow
+def test_the_readmes_line_count_of_the_demo_is_what_it_prints(demo_run):  # noqa: F811
+    _, returncode, out = demo_run
+    assert returncode == 0, out[-4000:]
+    stated = re.search(r"about (\d+) lines in all", README)
+    assert stated, "the README says how long the demo's output is"
+    lines = len(out.rstrip("\n").split("\n"))
+    assert abs(lines - int(stated.group(1))) <= 4, f"README: about {stated.group(1)} lines; the demo prints {lines}"
