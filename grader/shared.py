@@ -174,8 +174,8 @@ def env(prefix: Path, exchange: Path, python: str = sys.executable, group: str =
     if blocked and not group:
         say(f"error: students cannot run {python}: other users cannot reach {', '.join(blocked)}. Build the "
             f"environment from a Python installed where everyone can read it (PYTHON=/usr/local/bin/python3.12), or "
-            f"give the students' Unix group (GROUP=students) to let it pass through those folders (search only, "
-            f"no listing: an ACL entry, as for the sandbox user)")
+            f"give the students' Unix group (make shared-env GROUP=students, or --group) to let it pass through "
+            f"those folders (search only, no listing: an ACL entry, as for the sandbox user)")
         return 2
     if blocked:
         for folder in let_group_pass(group, install):
