@@ -22,7 +22,7 @@ export GRADER_DB_URL := $(DB_URL)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: cluster-certificates help install system-packages sandbox-user release demo autograde feedback report scores lab test test-fast lock clean postgres postgres-stop
+.PHONY: shared-env shared-server cluster-certificates help install system-packages sandbox-user release demo autograde feedback report scores lab test test-fast lock clean postgres postgres-stop
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -35,7 +35,7 @@ LEFT_OUT := rfc3987-syntax|rfc3987_syntax|lark
 
 $(STAMP): requirements.lock pyproject.toml
 	@echo "==> creating $(VENV) with the pinned dependencies (torch 2.13.0 CPU, nbgrader 0.9.6, ...)"
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is needed; set PYTHON=python3.11")'
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11, 5) else "Python %d.%d.%d: 3.11.5 or newer is needed (requirements.lock: soupsieve 4.1.2 requires it; Debian 12 has 3.11.2); set PYTHON=<a newer python3>" % sys.version_info[:3])'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements.lock
 	$(BIN)/python -m pip check
@@ -110,6 +110,19 @@ report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distribution
 
 scores: $(STAMP) ## print scores per student and exercise from the gradebook (gradebook.db, or GRADER_DB_URL)
 	$(BIN)/python -m grader.course scores
+
+# A shared teaching server (README, "Shared teaching server"): nbgrader's file-system exchange. PREFIX: the students'
+# read-only environment; EXCHANGE: nbgrader's exchange folder (its default); COURSE: the course folder to make private;
+# GROUP: the students' Unix group, let through to a Python they could not reach (pyenv's under /root).
+PREFIX   ?= /opt/autograd-course
+EXCHANGE ?= /srv/nbgrader/exchange
+COURSE   ?= .
+
+shared-env: $(STAMP) ## as root: the students' read-only environment (grader, nbgrader set to this course and EXCHANGE) in PREFIX=/opt/autograd-course
+	@$(BIN)/python -m grader.shared env --prefix $(PREFIX) --exchange $(EXCHANGE) --python $(PYTHON) $(if $(GROUP),--group $(GROUP))
+
+shared-server: $(STAMP) ## as the instructor: the course private (root 711, instructor folders 700, gradebook 600) and the exchange EXCHANGE=/srv/nbgrader/exchange created
+	@$(BIN)/python -m grader.shared server --course $(COURSE) --exchange $(EXCHANGE)
 
 lab: install ## open JupyterLab on the student notebooks
 	$(BIN)/jupyter lab notebooks/$(ASSIGNMENT)

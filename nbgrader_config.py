@@ -14,10 +14,21 @@ from grader.nbgrader_plugins import silence_harmless_warnings  # noqa: E402
 silence_harmless_warnings()
 
 c.CourseDirectory.course_id = "autograd-functions"
+# nbgrader runs the `alembic` program when it creates a gradebook (nbgrader.api.get_alembic_version): the venv's,
+# whoever runs nbgrader and however (.venv/bin/nbgrader with a PATH that lacks .venv/bin crashed half-way, leaving a
+# gradebook without its alembic version that `nbgrader db upgrade` cannot repair).
+import os  # noqa: E402
+import sysconfig  # noqa: E402
+
+_scripts = sysconfig.get_path("scripts")
+if os.path.isfile(os.path.join(_scripts, "alembic")) and os.environ.get("PATH", "").split(os.pathsep)[0] != _scripts:
+    os.environ["PATH"] = _scripts + os.pathsep + os.environ.get("PATH", os.defpath)
+# A shared teaching server (README, "Shared teaching server"): nbgrader's collect, each collected submission left
+# 700/600 to the instructor (nbgrader keeps the exchange's 777, where another student could write into it).
+c.ExchangeFactory.collect = "grader.shared.PrivateCollect"
 # The gradebook: nbgrader's default (<course>/gradebook.db, SQLite) or, when GRADER_DB_URL is set, that database
 # (PostgreSQL: several nbgrader processes can write it at once, `make autograde JOBS=N`). Every nbgrader command
 # run with it set (autograde, feedback, export, formgrader) uses the same gradebook.
-import os  # noqa: E402
 
 if os.environ.get("GRADER_DB_URL", "").strip():
     c.CourseDirectory.db_url = os.environ["GRADER_DB_URL"].strip()
