@@ -130,7 +130,8 @@ def id_problems(nb: nbformat.NotebookNode) -> list[str]:
         elif cell_id in seen:
             found.append(f"cell {index} repeats the id {cell_id!r} (run `make release`)")
         elif expected_id(cell) and cell_id != expected_id(cell):
-            found.append(f"cell {index} has the id {cell_id!r}, not its grade_id {expected_id(cell)!r} (run `make release`)")
+            found.append(f"cell {index} has the id {cell_id!r}, not its grade_id {expected_id(cell)!r} "
+                         "(run `make release`)")
         seen.add(cell_id)
     return found
 
