@@ -41,6 +41,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip check
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	$(BIN)/python -m compileall -q grader
+	$(BIN)/python -m grader.lab --write-settings
 	@touch $(STAMP)
 
 install: $(STAMP) system-packages sandbox-user ## create .venv with pinned dependencies, plus Debian's graphviz, bubblewrap, libseccomp, chromium, postgresql and the sandbox user
@@ -124,8 +125,11 @@ shared-env: $(STAMP) ## as root: the students' read-only environment (grader, nb
 shared-server: $(STAMP) ## as the instructor: the course private (root 711, instructor folders 700, gradebook 600) and the exchange EXCHANGE=/srv/nbgrader/exchange created
 	@$(BIN)/python -m grader.shared server --course $(COURSE) --exchange $(EXCHANGE)
 
-lab: install ## open JupyterLab on the student notebooks
-	$(BIN)/jupyter lab notebooks/$(ASSIGNMENT)
+
+# As root too (--allow-root only then). Serves the course root (nbgrader's extension needs the course inside it) and
+# opens work/$(ASSIGNMENT)/, a working copy made from notebooks/ (only missing notebooks are copied; git ignores it).
+lab: $(STAMP) system-packages ## JupyterLab on your working copy work/autograd/ of the student notebooks (PORT=N, NO_BROWSER=1)
+	@$(BIN)/python -m grader.lab --assignment $(ASSIGNMENT) $(if $(PORT),--port $(PORT)) $(if $(NO_BROWSER),--no-browser)
 
 # Test files run in TEST_JOBS processes (pytest-xdist, one file per process at a time: a file's module fixtures, such
 # as a graded class or a Dask cluster, are built once). Most tests wait on sandboxes and servers: two processes keep

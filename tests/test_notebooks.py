@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -13,6 +15,7 @@ import pytest
 from conftest import RELEASE, REPO, SOLUTIONS, cells_by_id, nbgrader_meta
 from grader.course import nbgrader_command, nbgrader_env
 from grader.exercises import EXERCISES
+from grader import notebooks
 from grader.notebooks import LEAK_MARKERS, canonical, problems
 
 NOTEBOOKS = sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))
@@ -72,6 +75,103 @@ def test_regenerating_the_student_notebooks_gives_no_difference(tmp_path):
         committed = (RELEASE / name).read_text(encoding="utf-8")
         assert fresh == committed, f"notebooks/autograd/{name} differs from what solutions/ generates: run `make release`"
 
+
+
+# --- cell ids (nbformat 4.5): opening a notebook in JupyterLab changes nothing --------------------------------------
+
+COMMITTED = [SOLUTIONS / n for n in NOTEBOOKS] + [RELEASE / n for n in NOTEBOOKS]
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_committed_notebooks_carry_a_stable_id_on_every_cell(path):
+    """JupyterLab gives the cells of a notebook without ids (nbformat 4.4) random ids when it opens it: the notebook
+    shows as modified at once and every save writes new ids. Committed notebooks are 4.5, each cell with an id,
+    nbgrader's cells with their grade_id."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    assert (raw["nbformat"], raw["nbformat_minor"]) == (4, 5), f"{path.name} is not nbformat 4.5: run `make release`"
+    ids = [cell.get("id") for cell in raw["cells"]]
+    assert all(ids), f"{path.name}: cells {[i for i, x in enumerate(ids) if not x]} have no id: run `make release`"
+    assert len(set(ids)) == len(ids), f"{path.name}: repeated ids"
+    for cell in raw["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id:
+            assert cell["id"] == grade_id, f"{path.name}: the cell {grade_id!r} has the id {cell['id']!r}"
+
+
+def test_released_cells_keep_the_ids_of_their_source_cells():
+    for name in NOTEBOOKS:
+        source = [c.id for c in read(SOLUTIONS / name).cells]
+        released = [c.id for c in read(RELEASE / name).cells]
+        assert released == source, f"notebooks/autograd/{name}: ids differ from solutions/: run `make release`"
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def test_opening_and_saving_a_committed_notebook_as_jupyter_server_does_changes_nothing(path, tmp_path):
+    """jupyter_server's contents manager reads and writes the notebook (what JupyterLab's open and save do on the
+    server); the JupyterLab page adds nothing either, since every cell has its id already."""
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+
+    shutil.copyfile(path, tmp_path / path.name)
+    manager = FileContentsManager(root_dir=str(tmp_path))
+    model = manager.get(path.name, content=True)
+    assert model["content"]["nbformat_minor"] == 5 and all(c.get("id") for c in model["content"]["cells"])
+    manager.save({"type": "notebook", "format": "json", "content": model["content"]}, path.name)
+    assert (tmp_path / path.name).read_bytes() == path.read_bytes(), f"saving {path.name} unchanged rewrote it"
+
+
+def _without_ids(nb: nbformat.NotebookNode) -> str:
+    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    for cell in nb.cells:
+        cell.pop("id", None)
+    nb.nbformat_minor = 4
+    return nbformat.writes(nb) + "\n"
+
+
+def test_normalize_gives_the_same_ids_every_time_and_keeps_them_across_edits(tmp_path):
+    committed = (SOLUTIONS / "03_double_backward.ipynb").read_text(encoding="utf-8")
+    old = tmp_path / "03.ipynb"
+    old.write_text(_without_ids(read(SOLUTIONS / "03_double_backward.ipynb")), encoding="utf-8")  # as 4.4 was
+    assert "without cell ids" in " ".join(notebooks.id_problems(notebooks.read(old.read_text(encoding="utf-8"))))
+    assert notebooks.normalize([old]) == [old]
+    assert old.read_text(encoding="utf-8") == committed, "ids derived from a 4.4 notebook differ from the committed"
+    assert notebooks.normalize([old]) == [], "a second normalize changed the notebook"
+    # an instructor edits a markdown cell and inserts a cell: ids already given stay
+    nb = read(old)
+    before = [c.id for c in nb.cells]
+    nb.cells[0].source += "\nOne more line."
+    nb.cells.insert(1, nbformat.v4.new_code_cell("x = 1"))
+    del nb.cells[1]["id"]
+    old.write_text(json.dumps(nb), encoding="utf-8")  # (nbformat.writes would invent an id)
+    notebooks.normalize([old])
+    after = [c.id for c in read(old).cells]
+    assert after[0] == before[0] and after[2:] == before[1:], "ids of existing cells changed"
+    assert after[1] == "code-" + hashlib.sha256(b"x = 1").hexdigest()[:8]
+    assert notebooks.id_problems(read(old)) == []
+    # a cell copied by hand with its id: the copy (the later one) gets an id of its own, the same on every run
+    raw = json.loads(old.read_text(encoding="utf-8"))
+    raw["cells"].append(dict(raw["cells"][3], source="z = 2"))
+    old.write_text(json.dumps(raw), encoding="utf-8")
+    notebooks.normalize([old])
+    ids = [c.id for c in read(old).cells]
+    assert ids[:-1] == after and ids[-1] not in after and len(set(ids)) == len(ids)
+    first = old.read_text(encoding="utf-8")
+    old.write_text(json.dumps(raw), encoding="utf-8")
+    notebooks.normalize([old])
+    assert old.read_text(encoding="utf-8") == first
+
+
+def test_check_reports_notebooks_without_ids_or_with_a_grade_id_that_is_not_their_id(tmp_path):
+    for folder in ("solutions/autograd", "notebooks/autograd"):
+        (tmp_path / folder).mkdir(parents=True)
+    nb = read(SOLUTIONS / "01_autograd_basics.ipynb")
+    (tmp_path / "solutions/autograd/a.ipynb").write_text(_without_ids(nb), encoding="utf-8")
+    graded = next(i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("grade_id"))
+    nb.cells[graded].id = "renamed"
+    (tmp_path / "notebooks/autograd/b.ipynb").write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
+    found = "\n".join(problems(tmp_path))
+    assert "solutions/autograd/a.ipynb: is nbformat 4.4, without cell ids" in found, found
+    assert f"notebooks/autograd/b.ipynb: cell {graded} has the id 'renamed', not its grade_id" in found, found
+    assert "run `make release`" in found
 
 # --- the exercise contract ---------------------------------------------------------------------------
 
