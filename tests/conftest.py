@@ -14,6 +14,10 @@ import numpy as np
 import pytest
 import torch
 
+from require_every_test import REQUIRE_EVERY_TEST  # noqa: F401 (the hook: pytest_plugins below)
+
+pytest_plugins = ["require_every_test"]
+
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions" / "autograd"
 RELEASE = REPO / "notebooks" / "autograd"
@@ -162,3 +166,4 @@ ALTERNATIVES = [read_entry(p) for p in sorted((EXAMPLES / "alternatives").glob("
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+

@@ -399,6 +399,7 @@ def test_each_student_gets_the_points_its_code_deserves(classroom, klass, case):
 def test_each_student_costs_at_most_its_bound(classroom, klass, case):
     graded = classroom(klass)
     times = {nb: s for (student, nb), s in graded.notebook_seconds.items() if student == case.student}
+    assert times, f"no grading time logged for {case.student}"
     assert all(s <= case.bound for s in times.values()), f"{case.student} took {times} (bound {case.bound:g} s)"
 
 

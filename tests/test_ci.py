@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import yaml
 
-from conftest import REPO
+from conftest import REPO, REQUIRE_EVERY_TEST
 
 
 def test_the_workflow_runs_the_ci_script_on_every_push_as_root_in_debian():
@@ -20,3 +24,29 @@ def test_the_workflow_runs_the_ci_script_on_every_push_as_root_in_debian():
 def test_the_ci_script_installs_then_runs_the_whole_suite():
     script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert script.index("make install") < script.index("make test") and "set -euo pipefail" in script
+    assert f"export {REQUIRE_EVERY_TEST}=1" in script and script.index(REQUIRE_EVERY_TEST) < script.index("make test")
+
+
+def test_in_ci_a_test_that_would_skip_fails_and_says_what_is_missing(tmp_path):
+    """A CI host where bubblewrap, PostgreSQL or chromium fails must not go green with the tests that need them
+    skipped: with GRADER_REQUIRE_EVERY_TEST=1 every skip (marker or call) is an error naming its reason."""
+    (tmp_path / "test_needs.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.skipif(True, reason='sandbox unavailable: bwrap cannot create a user namespace')\n"
+        "def test_marked():\n    pass\n\n"
+        "def test_called():\n    pytest.skip('no PostgreSQL server can run here')\n\n"
+        "@pytest.mark.xfail(strict=True, reason='a known bug')\n"
+        "def test_expected_to_fail():\n    assert False\n", encoding="utf-8")
+
+    def run(require: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, REQUIRE_EVERY_TEST: require, "PYTHONPATH": str(REPO / "tests")}
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "require_every_test", "-q", "-rA",
+                               str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    allowed = run("0")
+    assert allowed.returncode == 0 and "2 skipped, 1 xfailed" in allowed.stdout, allowed.stdout
+    required = run("1")
+    assert required.returncode == 1, required.stdout
+    assert "1 xfailed" in required.stdout and "skipped" not in required.stdout.splitlines()[-1], required.stdout
+    for reason in ("sandbox unavailable: bwrap cannot create a user namespace", "no PostgreSQL server can run here"):
+        assert f"({reason}), and {REQUIRE_EVERY_TEST}=1 (CI) runs every test" in required.stdout, required.stdout

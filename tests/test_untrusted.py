@@ -87,7 +87,7 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(tmp_path):
         report.Diagnosis("square", "wrong_sign", "=cmd()", {"=1+1"}, {"square-first-order"})], out)
     assert list(csv.reader(open(scores_csv)))[1] == ["'=1+1", "2", "2", "6"]
     assert list(csv.reader(open(diagnoses_csv)))[1] == ["square", "wrong_sign", "1", "'=cmd()", "'=1+1",
-                                                        "square-first-order"]
+                                                        "square-first-order", "mistake"]
 
 
 def test_a_database_url_is_shown_without_its_password():
