@@ -263,9 +263,18 @@ class OverwriteReleasedCells(OverwriteCells):
         said, logger = SaidAbove(), self.log if isinstance(self.log, logging.Logger) else self.log.logger
         logger.addFilter(said)
         try:
-            return super().add_missing_grade_cells(nb, resources)
+            nb, resources = super().add_missing_grade_cells(nb, resources)
         finally:
             logger.removeFilter(said)
+        # nbgrader builds the cell it puts back without an id (nbformat 4.5 wants one: MissingIDFieldWarning in the
+        # instructor's terminal): its grade_id, as our notebooks' cells have, or that with a suffix if taken
+        taken = {cell.get("id") for cell in nb.cells}
+        for cell in nb.cells:
+            if not cell.get("id"):
+                base = str(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or "restored")
+                cell["id"] = next(c for c in (base, *(f"{base}-{n}" for n in range(2, 10**6))) if c not in taken)
+                taken.add(cell["id"])
+        return nb, resources
 
     def report_change(self, name: str, attr: str, old: Any, new: Any) -> None:
         if attr == "checksum" and getattr(self, "_as_released", False):
