@@ -30,7 +30,8 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from grader import course, nbgrader_plugins, runner
+from grader.classroom import course, nbgrader_plugins
+from grader.judge import runner
 from test_adversarial import AVAILABLE, WHY, _solution_cells, _template
 
 needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
@@ -168,7 +169,7 @@ def test_the_class_streams_into_the_pool_once_nbgrader_creates_its_exporter(tmp_
         monkeypatch.setattr(nbgrader_plugins, "_CLASSROOM", classroom)
         coursedir = CourseDirectory(root=str(tmp_path), assignment_id=assignment, db_url="sqlite://")
         converter = Converter(coursedir=coursedir,
-                              autograde_preprocessors=["grader.nbgrader_plugins.TrustedExecute"])
+                              autograde_preprocessors=["grader.classroom.nbgrader_plugins.TrustedExecute"])
         try:
             nbgrader_plugins.SubmissionExporter(parent=converter)
             for feeder in classroom.feeders.values():
@@ -195,7 +196,7 @@ class CountingPool:
         pass
 
     def run(self, plan, timeout):
-        from grader.pool import TaskOutcome
+        from grader.isolation.pool import TaskOutcome
 
         with open(os.environ["COUNTING_POOL_FILE"], "a") as f:
             f.write("run\\n")
@@ -299,7 +300,7 @@ def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp
     against warm (the same notebooks in a ready pool), measured back to back, best of five tries. The 4 s are of a
     quiet machine of the reference's kind: scaled by how much slower it runs now (``_slowdown``), and by the share
     of the machine other processes took just before and after the cold run (under `make test`, the other test process)."""
-    from grader.pool import Pool
+    from grader.isolation.pool import Pool
 
     root = tmp_path / "class"
     shutil.copytree(_template(tmp_path / "base"), root, symlinks=True)

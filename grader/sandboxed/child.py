@@ -1,14 +1,14 @@
 """The sandboxed side of trusted grading: run a notebook's cells, and observe where test cells stood.
 
-``run(plan, address)`` executes the plan in this process (forked by ``grader.worker`` for each notebook):
+``run(plan, address)`` executes the plan in this process (forked by ``grader.sandboxed.worker`` for each notebook):
 PLAN holds the notebook's code cells in order; where an instructor's test cell stood it holds the check
-calls parsed from it (``grader.testcells``), never its code. For each one it evaluates the function under
-test in the notebook's namespace, records observations (``grader.observe``) and reports one JSON message.
+calls parsed from it (``grader.judge.testcells``), never its code. For each one it evaluates the function under
+test in the notebook's namespace, records observations (``grader.sandboxed.observe``) and reports one JSON message.
 
 How the observations stay the observer's, with untrusted code in the same process:
 - **The channel cannot be spoken for.** Messages go on one connection to the worker, opened before any
   student code runs, close-on-exec, and signed with a key only the reporter's closure holds; the worker then
-  stops listening and keeps only signed lines the kernel says this process wrote (``grader.channel``: what
+  stops listening and keeps only signed lines the kernel says this process wrote (``grader.boundary.channel``: what
   holds against exec, fork and the notebook's own writes). The seccomp filter refuses threads, so nothing
   runs beside the reporter while it sends. A report that cannot be sent ends the notebook
   (``CHANNEL_BROKEN``): a flag is never dropped.
@@ -56,14 +56,18 @@ import torch.func
 
 torch._functorch.predispatch.lazy_load_decompositions()  # vmap loads them on first use: once, here, before the guard
 
-from . import basics, diagnosis, exercises, observe, policy, secondorder, wire
-from .exercises import get
+from grader import basics, secondorder
+from grader.judge import diagnosis
+from grader.spec import exercises
+from grader.sandboxed import observe, policy
+from grader.boundary import wire
+from grader.spec.exercises import get
 
-GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
+GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # grader/, every layer
 TRUSTED_CODE = tuple({os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.__file__))})
 MISSING = object()
-CHANNEL_BROKEN = 86  # exit status of a child whose report could not be sent (grader.worker, grader.runner read it)
-MAC_HEX = 32  # hex characters of a line's HMAC kept: grader.channel.MAC_BYTES
+CHANNEL_BROKEN = 86  # exit status of a child whose report could not be sent (grader.sandboxed.worker, grader.judge.runner read it)
+MAC_HEX = 32  # hex characters of a line's HMAC kept: grader.boundary.channel.MAC_BYTES
 
 # What torch.func's transforms (jvp, vmap, grad) and forward mode (dual tensors) run through, down to the C
 # functions and classes they call: the checks of notebook 4 observe through all of it. (Their config modules
@@ -181,7 +185,7 @@ class Guard:
     transforms), only those are compared with their originals.
 
     The work is done by ``restorer``, a closure made here (``_restorer``) over everything it reads: a notebook reaches
-    this class and its methods as ``grader.child.Guard``, and could change their code, or the classes whose methods
+    this class and its methods as ``grader.sandboxed.child.Guard``, and could change their code, or the classes whose methods
     they call (ctypes' c_uint64.value included); it cannot reach the closure without frames or gc, which are flagged."""
 
     def __init__(self, extra_functions: list[Any] = (), code_writes: list[bool] | None = None) -> None:  # type: ignore[assignment]
@@ -631,15 +635,15 @@ def _cell_error(error: BaseException, source: str) -> dict[str, Any]:
 
 def run(plan: list[dict[str, Any]], address: str, key: bytes | None = None) -> None:
     """Execute the plan, reporting one message per event on one connection to the socket at ``address``, each
-    line signed with ``key`` (``grader.channel``) when one is given."""
+    line signed with ``key`` (``grader.boundary.channel``) when one is given."""
     # Everything this loop calls is held in locals (of this frame and of closures only an audited gc walk or
-    # frame access could reach): replacing grader.child.* or module globals from a cell changes nothing here.
+    # frame access could reach): replacing grader.sandboxed.child.* or module globals from a cell changes nothing here.
     dumps, encode, as_text = json.dumps, wire.encode, repr
     suspicious, length, os_error, any_error = _suspicion(), len, OSError, Exception  # builtins a cell may rebind
     reporting = [False]
     position = [None]  # the plan item running now, for flags
     flagged: set[tuple[Any, str]] = set()
-    # The channel (grader.channel says what holds): ONE connection, opened now, before any student code runs,
+    # The channel (grader.boundary.channel says what holds): ONE connection, opened now, before any student code runs,
     # close-on-exec (a program the notebook execs, which keeps this pid, starts without it; the worker has stopped
     # listening by then, so it cannot connect again). A process the notebook forks keeps a copy: closed at once
     # for forks made through Python (os.fork, multiprocessing), and whatever any other writes on it is dropped and
@@ -736,7 +740,7 @@ def run(plan: list[dict[str, Any]], address: str, key: bytes | None = None) -> N
     sys.addaudithook(audit)
     shell = make_shell()
     outputs = Outputs(shell)
-    # Cells the student wrote or changed compile under the course's policy (grader.policy): they cannot name frames,
+    # Cells the student wrote or changed compile under the course's policy (grader.sandboxed.policy): they cannot name frames,
     # gc, sys, os, ctypes, the grader's modules or underscore attributes, so nothing above is theirs to reach.
     policy.Runtime(shell.user_ns).install()
     graded_policy, transformers = policy.PolicyTransformer(), shell.ast_transformers
@@ -779,7 +783,7 @@ def run(plan: list[dict[str, Any]], address: str, key: bytes | None = None) -> N
 
 
 def main(plan_path: str, address: str) -> None:
-    """Unsandboxed grading (trusted code only): ``python -m grader.child PLAN.json ADDRESS``."""
+    """Unsandboxed grading (trusted code only): ``python -m grader.sandboxed.child PLAN.json ADDRESS``."""
     with open(plan_path, encoding="utf-8") as f:
         plan = json.load(f)
     run(plan, "\0" + address[1:] if address.startswith("@") else address)  # "@name": an abstract socket
