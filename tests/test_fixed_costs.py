@@ -334,7 +334,7 @@ def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp
     # why: one Python process besides `make autograde`'s own, which also reads the table; workers started first
     log = (root / course.LOG_NAME).read_text()
     commands = [line for line in log.splitlines() if line.startswith("$ ")]
-    assert len(commands) == 1 and "-m grader.nbgrader_job" in commands[0], commands
+    assert len(commands) == 1 and "-m grader.classroom.nbgrader_job" in commands[0], commands
     assert "scores of 1 students read from the gradebook" in log, log[-3000:]
     started_at = float(re.search(r"sandboxed workers started at ([\d.]+) s", log).group(1))
     imported_at = float(re.search(r"nbgrader and the judge imported at ([\d.]+) s", log).group(1))
