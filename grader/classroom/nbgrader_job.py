@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"nbgrader finished {finished - STARTED:.2f} s after this process started, having used {time.process_time():.2f} s "
             f"of CPU (its threads included); sandboxed workers closed in {time.monotonic() - finished:.2f} s")
     if args.scores:
-        from grader.classroom.course import gradebook_scores
+        from grader.classroom.gradebook import gradebook_scores
 
         read = time.monotonic()
         try:

@@ -293,7 +293,7 @@ def _apart_section(diagnoses: list[Diagnosis]) -> str:
 
 def build(root: Path, assignment: str, out: Path, db_url: str | None = None) -> Path:
     """Write the report for the course in ``root``; return the HTML page's path."""
-    from grader.classroom.course import gradebook_scores
+    from grader.classroom.gradebook import gradebook_scores
 
     scores = gradebook_scores(db_url or f"sqlite:///{(root / 'gradebook.db').resolve()}", assignment)
     diagnoses = diagnoses_from_results(root / RESULTS_DIR, assignment)
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", default=None, help="the gradebook's URL (default: GRADER_DB_URL, else "
                                                    "sqlite:///<root>/gradebook.db)")
     args = parser.parse_args(argv)
-    from grader.classroom.course import gradebook_url
+    from grader.classroom.gradebook import gradebook_url
 
     db_url = args.db or gradebook_url(args.root)
     if db_url.startswith("sqlite:") and not (args.root / "gradebook.db").exists() and args.db is None:
