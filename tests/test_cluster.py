@@ -447,7 +447,7 @@ def _other_grader(copy: Path, forge: bool) -> None:
     with open(copy / "grader" / "checks.py", "a") as f:
         f.write("\n# one more line: another version of the grader\n")
     if forge:
-        with open(copy / "grader" / "cluster.py", "a") as f:
+        with open(copy / "grader" / "isolation" / "cluster.py", "a") as f:  # the real module (grader/cluster.py only names it)
             f.write(FORGE.format(fingerprint=sandbox.package_fingerprint()))
 
 

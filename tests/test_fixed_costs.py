@@ -31,6 +31,7 @@ import nbformat
 import pytest
 
 from grader.classroom import course, nbgrader_plugins
+from grader.classroom.plugins import trusted_execute
 from grader.judge import runner
 from test_adversarial import AVAILABLE, WHY, _solution_cells, _template
 
@@ -69,13 +70,13 @@ def _feeder(root: Path, monkeypatch, exclude: str = "", force: bool = True):
     from nbgrader.coursedir import CourseDirectory
 
     reads: list[str] = []
-    real = nbgrader_plugins.read_submission
+    real = trusted_execute.read_submission
 
     def counted(path):
         reads.append(str(path))
         return real(path)
 
-    monkeypatch.setattr(nbgrader_plugins, "read_submission", counted)
+    monkeypatch.setattr(trusted_execute, "read_submission", counted)  # what _Feeder reads
     monkeypatch.setattr(runner, "cells_to_run", lambda *args, **kwargs: [])
     coursedir = CourseDirectory(root=str(root), student_id_exclude=exclude)
     plugin = SimpleNamespace(timeout=5.0, log=logging.getLogger("test"), parent=SimpleNamespace(
@@ -166,7 +167,7 @@ def test_the_class_streams_into_the_pool_once_nbgrader_creates_its_exporter(tmp_
     for assignment, fed in ((course.ASSIGNMENT, ["s0000", "s0001", "s0002"]), ("auto*", [])):
         classroom = nbgrader_plugins._Classroom()
         classroom.pool, classroom.executor = SimpleNamespace(size=2), _Executor()
-        monkeypatch.setattr(nbgrader_plugins, "_CLASSROOM", classroom)
+        monkeypatch.setattr(trusted_execute, "_CLASSROOM", classroom)
         coursedir = CourseDirectory(root=str(tmp_path), assignment_id=assignment, db_url="sqlite://")
         converter = Converter(coursedir=coursedir,
                               autograde_preprocessors=["grader.classroom.nbgrader_plugins.TrustedExecute"])

@@ -150,12 +150,13 @@ def test_autograde_logs_one_warning_per_flagged_notebook(tmp_path, monkeypatch):
     import nbformat
 
     from grader.classroom import nbgrader_plugins
+    from grader.classroom.plugins import trusted_execute
     from grader.judge import runner
 
     flagged = runner.NotebookResult("s03/autograd/03_double_backward", "the gradebook",
                                     flags=FLAGS[("s03", "03_double_backward")])
-    monkeypatch.setattr(nbgrader_plugins, "_CLASSROOM", nbgrader_plugins._Classroom())
-    nbgrader_plugins._CLASSROOM.unsandboxed = True  # nothing starts: grading itself is replaced below
+    monkeypatch.setattr(trusted_execute, "_CLASSROOM", nbgrader_plugins._Classroom())
+    trusted_execute._CLASSROOM.unsandboxed = True  # nothing starts: grading itself is replaced below
     monkeypatch.setattr(nbgrader_plugins.TrustedExecute, "_trusted_cells", staticmethod(lambda *a: {}))
     monkeypatch.setattr(runner, "grade_cells", lambda *a, **k: flagged)
     records: list[logging.LogRecord] = []

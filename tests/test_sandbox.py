@@ -221,7 +221,7 @@ def test_channel_contains_any_unreadable_report_and_flags_it(payload):
 
 
 def test_channel_unsigned_mode_reads_plain_lines():
-    """Unsandboxed grading of trusted code (``python -m grader.child PLAN ADDRESS``) signs nothing."""
+    """Unsandboxed grading of trusted code (``python -m grader.sandboxed.child PLAN ADDRESS``) signs nothing."""
     def sends(sock, sign):
         sock.sendall(sign(b'{"event": "start", "index": 0}') + sign(b'{"event": "done", "index": 0, "error": ""}'))
 

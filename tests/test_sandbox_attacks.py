@@ -395,8 +395,8 @@ def test_an_attack_on_notebook_4s_checks_earns_nothing_for_its_wrong_part(case_f
 
 
 @pytest.mark.parametrize("switch_off", [
-    "import grader.sandboxed.child\ngrader.child._suspicious = lambda *args: ''",
-    "import grader.sandboxed.child\ngrader.child.ALWAYS_FLAGGED.clear()",
+    "import grader.sandboxed.child\ngrader.sandboxed.child._suspicious = lambda *args: ''",
+    "import grader.sandboxed.child\ngrader.sandboxed.child.ALWAYS_FLAGGED.clear()",
     "import builtins\nbuiltins.len = lambda *args: 99",
     "import os\nos.path.abspath = lambda path, _trusted=os.path.dirname(os.__file__): _trusted + '/x.py'",
 ], ids=["replace-suspicious", "empty-table", "rebind-len", "rebind-abspath"])

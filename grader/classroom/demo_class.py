@@ -1,5 +1,6 @@
 """The demo class's submissions: each student's notebooks built from the release, the solutions' answers and the
 catalogued mistakes (examples/)."""
+
 from __future__ import annotations
 
 import tomllib

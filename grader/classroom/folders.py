@@ -1,4 +1,5 @@
 """Where the course's things are: the repository (its solutions/), the assignment's name, nbgrader's log."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,6 +1,7 @@
 """The gradebook's queries: scores per student and exercise, the notebooks and students it holds, its URL.
 
 SQLite (the default, <course>/gradebook.db) or PostgreSQL (GRADER_DB_URL): read through nbgrader's own models."""
+
 from __future__ import annotations
 
 import functools
@@ -8,9 +9,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from grader.judge.testcells import exercise_of
-from grader.classroom.untrusted import hide_password, printable, redact
 from grader.classroom.folders import ASSIGNMENT, REPO
+from grader.classroom.untrusted import hide_password, printable, redact
+from grader.judge.testcells import exercise_of
 
 
 def gradebook_scores(db_url: str, assignment: str = ASSIGNMENT,

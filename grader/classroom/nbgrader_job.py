@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         args.scores = None  # (no table: the parent says what to do)
     finally:
         finished = time.monotonic()
-        plugins = sys.modules.get("grader.classroom.nbgrader_plugins")
+        plugins = sys.modules.get("grader.classroom.plugins.trusted_execute")
         if plugins is not None:
             plugins._CLASSROOM.close()
         early = sys.modules["grader.isolation.pool"].EARLY_TIMES if "grader.isolation.pool" in sys.modules else {}

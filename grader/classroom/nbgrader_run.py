@@ -1,6 +1,7 @@
 """Running nbgrader's commands for the course: the command line, its environment (the gradebook passed, never on a
 command line), its log filed in <course>/nbgrader.log, a progress line over the notebooks, and the gradebook made
 when missing."""
+
 from __future__ import annotations
 
 import os
@@ -15,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.untrusted import printable, private_file, redact
 from grader.classroom.folders import ASSIGNMENT, LOG_NAME, REPO
 from grader.classroom.gradebook import gradebook_notebooks, gradebook_url, GradebookUnreachable, is_sqlite, shown_url
+from grader.classroom.untrusted import printable, private_file, redact
 
 
 def say(text: str) -> None:
