@@ -40,6 +40,7 @@ STALE_IN_ATTACKS = {
     "grader.sandboxed.child.restore": "grader-child-restore.py: the module-level restore became Guard.restore, a "
                                       "closure (ee34bb2); its observe.observe patch still attacks",
 }
+LAYERS = ("spec", "boundary", "sandboxed", "isolation", "judge", "classroom")
 NAME = re.compile(r"(?:(?<![\w.])|(?<=\\n))grader(?:\.[A-Za-z_]\w*)+")  # (also after a \n in a string)
 
 
@@ -111,7 +112,7 @@ def test_a_name_of_a_missing_module_is_found() -> None:
     assert problems("import grader.course", attack=True)[0].startswith("grader.course: a facade")
 
 
-@pytest.mark.parametrize("where", ["grader", "nbgrader_config.py", "Makefile", "tests/adversarial"])
+@pytest.mark.parametrize("where", ["grader", "nbgrader_config.py", "Makefile", "README.md", "tests/adversarial"])
 def test_every_grader_name_names_a_module_that_exists(where: str) -> None:
     root = REPO / where
     files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts) if root.is_dir() \
@@ -121,6 +122,22 @@ def test_every_grader_name_names_a_module_that_exists(where: str) -> None:
              for path in files for problem in problems(path.read_text(errors="replace"),
                                                        attack=where == "tests/adversarial")}
     assert not found, "names of grader modules that do not exist (after a move?):\n" + "\n".join(sorted(found))
+
+
+def test_every_grader_file_path_written_exists() -> None:
+    """``grader/<...>.py`` as the README, the Makefile, nbgrader_config.py, the tests and the grader write it."""
+    places = [REPO / "README.md", REPO / "Makefile", REPO / "nbgrader_config.py", *sorted((REPO / "tests").glob("*.py")),
+              *sorted(GRADER.rglob("*.py"))]
+    missing = sorted({f"{place.relative_to(REPO)}: {path}" for place in places
+                      for path in re.findall(r"(?<![\w/.])grader/[\w/]+\.py", place.read_text(errors="replace"))
+                      if not (REPO / path).exists()})
+    assert not missing, "paths of grader files that do not exist (after a move?):\n" + "\n".join(missing)
+    # a test that edits a copy of the package (``copy / "grader" / "x.py"``) must edit the real module: code appended
+    # to a kept name never runs where the test means it to (a worker imports grader.isolation.cluster, not grader.cluster)
+    kept = sorted({f"{place.relative_to(REPO)}: grader/{name}.py" for place in places
+                   for name in re.findall(r'"grader"\s*/\s*"(\w+)\.py"', place.read_text(errors="replace"))
+                   if name in FACADES})
+    assert not kept, "tests editing a kept name instead of the real module:\n" + "\n".join(kept)
 
 
 def test_nbgrader_config_names_trusted_execute_by_any_of_its_names() -> None:
@@ -151,3 +168,40 @@ def test_the_fingerprint_covers_every_layer(tmp_path: Path) -> None:
     (copy / "judge" / "added.py").write_text("")
     assert sandbox.package_fingerprint(copy) not in seen, "a file added to a layer left the fingerprint unchanged"
     assert len(seen) == 7, seen  # the six layers edited, each once
+
+
+GUARD_PROBE = """
+import json, sys, types
+from grader.sandboxed import worker, child
+from grader.sandboxed import guarded as guarded_modules
+worker.warm_up()
+loaded = sorted(n for n, m in sys.modules.items() if (n == "grader" or n.startswith("grader.")))
+import grader.judge.testcells  # a module the warm-up does not load, named nowhere in the guard
+guard = child.Guard()
+guarded = sorted(o.__name__ for o, kept, strict, rebound in guard.namespaces
+                 if isinstance(o, types.ModuleType) and o.__name__.startswith("grader") and strict)
+print(json.dumps({"loaded": loaded, "guarded": guarded, "unguarded": guarded_modules.UNGUARDED}))
+"""
+
+
+def test_the_guard_covers_every_grader_module_the_worker_loads_but_those_named_with_a_reason() -> None:
+    """After the worker's warm-up, every ``grader.*`` module in the notebook's process is guarded (dict, additions
+    removed, functions, classes, tables) or in ``guarded.UNGUARDED`` with a reason; the list is computed, so a module
+    the grader adds (here one loaded after the warm-up) is guarded without being named."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", GUARD_PROBE], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    unguarded = seen["unguarded"]
+    neither = [name for name in seen["loaded"] if name not in seen["guarded"] and name not in unguarded]
+    assert not neither, f"grader modules in the notebook's process neither guarded nor in guarded.UNGUARDED: {neither}"
+    assert "grader.judge.testcells" in seen["guarded"], "a grader module loaded later is not guarded"
+    layers = {"grader", *(f"grader.{layer}" for layer in LAYERS)}  # packages: listed whether loaded or not
+    stale = [name for name in unguarded if name not in seen["loaded"] and name not in layers]
+    assert not stale, f"guarded.UNGUARDED names modules the worker does not load: {stale}"
+    assert all(isinstance(why, str) and len(why) > 20 for why in unguarded.values()), unguarded
+    assert not set(seen["guarded"]) & set(unguarded)
+    # what the guard covered before the list was computed, still covered
+    assert {"grader.basics", "grader.secondorder", "grader.boundary.wire", "grader.judge.diagnosis",
+            "grader.sandboxed.child", "grader.sandboxed.observe", "grader.spec.exercises"} <= set(seen["guarded"])

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.boundary import fingerprint
+from grader.boundary import fingerprint, mounts
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NOBODY = 65534
@@ -396,10 +396,7 @@ def _kill(process: subprocess.Popen) -> None:
         pass
 
 
-# matplotlib's list of the fonts it finds (its font cache), built once per venv on the host, as a worker would find
-# them (an empty home: only the system's fonts and matplotlib's own), and copied into each worker's private cache
-# before its warm-up imports pyplot: building it took every worker 0.2 s of its start. Read-only inside.
-FONT_LISTS = Path(sys.prefix) / "share" / "autograd-course" / "matplotlib"
+FONT_LISTS = mounts.FONT_LISTS  # matplotlib's font lists, built here once (grader/boundary/mounts.py)
 
 
 def prepare_font_lists() -> None:

@@ -60,6 +60,7 @@ from grader import basics, secondorder
 from grader.judge import diagnosis
 from grader.spec import exercises
 from grader.sandboxed import observe, policy
+from grader.sandboxed.guarded import TABLES_UNGUARDED, grader_modules
 from grader.boundary import wire
 from grader.spec.exercises import get
 
@@ -89,9 +90,9 @@ def functorch_namespaces() -> list[Any]:
 # Namespaces whose every entry is put back (module dicts; class dicts for classes); the Guard adds torch.func's.
 GUARDED_NAMESPACES: list[Any] = [
     builtins, torch, torch.Tensor, torch.autograd, autograd_function, torch.autograd.graph,
-    torch.autograd.gradcheck, torch.nn.functional, json, os, socket, wire, observe, basics, diagnosis, exercises,
-    secondorder, autograd_function.Function, autograd_function.BackwardCFunction, torch.autograd.graph.saved_tensors_hooks,
-]
+    torch.autograd.gradcheck, torch.nn.functional, json, os, socket, autograd_function.Function,
+    autograd_function.BackwardCFunction, torch.autograd.graph.saved_tensors_hooks,
+]  # and every module of grader_modules()
 # Names torch itself rebinds while running, not the notebook: set_default_dtype rebinds torch.Storage, and
 # forward_ad.dual_level() keeps the current level in a module global (putting it back mid-observation breaks forward
 # mode: "Dual level must be a positive number").
@@ -106,8 +107,7 @@ REBOUND_BY_TORCH = frozenset({
 # Elsewhere (torch's packages) an addition is usually a submodule imported later, which must stay.
 # torch._VF finds its functions through __getattr__: anything in its dict was put there. Anywhere, an added name that
 # shadows a builtin (`isinstance`, `len` ...) for the module's own functions is removed too.
-ADDITIONS_REMOVED = (builtins, wire, observe, basics, diagnosis, exercises, secondorder, torch._VF,
-                     sys.modules[__name__])
+ADDITIONS_REMOVED = (builtins, torch._VF)  # and every module of grader_modules()
 BUILTIN_NAMES = frozenset(vars(builtins))
 
 # Audit events no honest answer raises (measured on the course's solutions, the catalogue and alternatives).
@@ -127,20 +127,17 @@ FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f
 PROC_DESCRIPTORS = ("/proc/", "/dev/fd")
 
 
-GRADER_MODULES = (observe, basics, wire, diagnosis, exercises, secondorder, sys.modules[__name__])
-
-
 def _grader_classes() -> list[type]:
     """The classes the grader's modules define (probes, Exercise, the Guard itself ...): a notebook reaches them as
     ``grader.<module>.<name>``, so their dicts are guarded like torch's classes."""
-    return [value for module in GRADER_MODULES for value in vars(module).values()
+    return [value for module in grader_modules(__name__ == "__main__") for value in vars(module).values()
             if isinstance(value, type) and value.__module__ == module.__name__]
 
 
 def _grader_functions() -> list[Any]:
     """The grader's functions and its classes' methods: their code, defaults and closures are put back."""
     found = []
-    for module in GRADER_MODULES:
+    for module in grader_modules(__name__ == "__main__"):
         for value in vars(module).values():
             if getattr(value, "__module__", None) == module.__name__ and hasattr(value, "__code__"):
                 found.append(value)
@@ -158,7 +155,9 @@ def _grader_tables() -> list[Any]:
     the frozen dataclasses they hold (object.__setattr__ changes those all the same): containers whose contents a
     notebook could change in place, where the guard's identity check of module attributes sees nothing."""
     tables: list[Any] = []
-    for module in (observe, basics, wire, diagnosis, exercises, secondorder):
+    for module in grader_modules(__name__ == "__main__"):
+        if module.__name__ in TABLES_UNGUARDED:
+            continue
         for value in list(vars(module).values()):
             if type(value) in (dict, list):
                 tables.append(value)
@@ -195,10 +194,11 @@ class Guard:
         of hook calls). Without it, every restore compares them."""
         self.code_writes = code_writes
         self.namespaces = []
-        owners = [*GUARDED_NAMESPACES, *functorch_namespaces(), *_grader_classes(), sys.modules[__name__]]
+        modules = grader_modules(__name__ == "__main__")
+        owners = [*GUARDED_NAMESPACES, *modules, *functorch_namespaces(), *_grader_classes(), sys.modules[__name__]]
         for owner in [owner for k, owner in enumerate(owners) if not any(o is owner for o in owners[:k])]:
             kept = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
-            strict = isinstance(owner, type) or owner in ADDITIONS_REMOVED  # additions removed too
+            strict = isinstance(owner, type) or owner in ADDITIONS_REMOVED or any(m is owner for m in modules)
             rebound = tuple(k for o, k in REBOUND_BY_TORCH if o is owner)
             self.namespaces.append([owner, kept, strict, rebound])
         functions = [*_grader_functions(), *extra_functions]

@@ -39,6 +39,7 @@ import signal
 import stat
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 # One thread per child, whatever a notebook asks for: the sandbox's seccomp filter refuses new threads (a process
@@ -53,7 +54,7 @@ import torch  # noqa: E402
 
 from grader.boundary import channel  # noqa: E402
 from grader.sandboxed import child  # noqa: E402
-from grader.isolation import sandbox  # noqa: E402
+from grader.boundary import fingerprint, mounts  # noqa: E402
 
 PR_SET_DUMPABLE = 4
 IPC_RMID = 0
@@ -174,7 +175,7 @@ def _warm_up_cells(shell: Any) -> None:
 def _warm_up_pyplot() -> None:
     """Import pyplot and draw one PNG, after the shell exists (the inline backend hooks into it then, as in a
     kernel): about 0.5 s once per worker, instead of in every child whose notebook plots (notebook 4 does).
-    matplotlib's font list is the one the host built (``sandbox.FONT_LISTS``, named by the pool in
+    matplotlib's font list is the one the host built (``grader.boundary.mounts.FONT_LISTS``, named by the pool in
     ``GRADER_FONT_LISTS``), when there is one."""
     import io
     import shutil
@@ -183,7 +184,7 @@ def _warm_up_pyplot() -> None:
         import matplotlib
     except ImportError:  # plotting is the notebook's business; grading does not need it
         return
-    host = sandbox.Path(os.environ.get("GRADER_FONT_LISTS") or sandbox.FONT_LISTS)
+    host = Path(os.environ.get("GRADER_FONT_LISTS") or mounts.FONT_LISTS)
     for built in host.glob("fontlist-*.json"):  # the host's (read-only here), instead of building one (0.2 s)
         try:
             shutil.copyfile(built, os.path.join(matplotlib.get_cachedir(), built.name))
@@ -438,7 +439,7 @@ def main() -> None:
     base_memory = _virtual_memory()
     out = sys.stdout
     here = os.path.dirname(os.path.dirname(os.path.abspath(child.__file__)))  # grader/
-    out.write(json.dumps({"ready": True, "fingerprint": sandbox.package_fingerprint(sandbox.Path(here)),
+    out.write(json.dumps({"ready": True, "fingerprint": fingerprint.digest(Path(here)).hex()[:16],
                           "package": here}) + "\n")
     out.flush()
     for line in sys.stdin:
