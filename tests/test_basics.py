@@ -1003,7 +1003,7 @@ def _template_fields(mistake: str) -> set[str]:
 
 @pytest.mark.parametrize("mistake", sorted(basics.MISTAKES))
 def test_every_mistake_id_is_in_the_table_and_renders_without_placeholders(mistake):
-    assert mistake in messages.EN, f"{mistake!r} has no message in grader/messages.py"
+    assert mistake in messages.EN, f"{mistake!r} has no message in grader/spec/messages.py"
     declared = set(basics.MISTAKES[mistake]) | {"exercise", "function"}
     assert _template_fields(mistake) <= declared, f"{mistake}: its templates use fields basics does not fill"
     for exercise in basics.SECTIONS:
