@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     problem = write_settings()
     if args.write_settings:
         if problem:
-            print(f"grader.classroom.lab: {problem}", file=sys.stderr)
+            print(f"grader.lab: {problem}", file=sys.stderr)
         return 1 if problem else 0
     if problem:
         print(f"make lab: warning: {problem}", file=sys.stderr)
