@@ -9,8 +9,8 @@
    few made-up ones for notebook 1, which the catalogue does not cover), blank students and a few adversarial
    ones (see ADVERSARIAL; --infinite-loop adds one that never ends).
 2. Times `make autograde` (python -m grader.course autograde) on each class: on 1 sandboxed worker, on all
-   cores, with JOBS=2 on a PostgreSQL gradebook (grader.postgres starts one), and through a loopback Dask
-   cluster (when grader.cluster exists); and stock nbgrader (nbgrader's default preprocessors, i.e.
+   cores, with JOBS=2 on a PostgreSQL gradebook (grader.classroom.postgres starts one), and through a loopback Dask
+   cluster (when grader.isolation.cluster exists); and stock nbgrader (nbgrader's default preprocessors, i.e.
    nbgrader.preprocessors.Execute) on the 1-student class and on a sample of the largest class: stock's
    start-up and cost per notebook are fitted on those two runs for the other sizes (marked ~).
 3. Compares the gradebooks per student x exercise: every setup of ours must agree with the others; honest
@@ -48,8 +48,8 @@ sys.path.insert(0, str(REPO))
 
 import nbformat  # noqa: E402
 
-from grader import course  # noqa: E402
-from grader.runner import exercise_of  # noqa: E402
+from grader.classroom import course  # noqa: E402
+from grader.judge.runner import exercise_of  # noqa: E402
 
 ASSIGNMENT = course.ASSIGNMENT
 SOLUTIONS = REPO / "solutions" / ASSIGNMENT
@@ -481,7 +481,7 @@ def run_command(run: Run, log_path: Path) -> Run:
 
 def nbgrader_cpu(root: Path) -> float:
     """CPU seconds used by the course's nbgrader processes themselves (their threads, judging included), as
-    grader.nbgrader_job logs them: the rest of a run's CPU is the sandboxed workers' (and make autograde's own)."""
+    grader.classroom.nbgrader_job logs them: the rest of a run's CPU is the sandboxed workers' (and make autograde's own)."""
     total = 0.0
     for path in [root / course.LOG_NAME, *root.glob("nbgrader-job*.log")]:
         if path.is_file():
@@ -589,8 +589,8 @@ class Setup:
 
 
 def start_postgres(workdir: Path) -> tuple[Any, str]:
-    """(the server, "") or (None, why not): a local PostgreSQL for the JOBS rows (grader.postgres)."""
-    from grader import postgres
+    """(the server, "") or (None, why not): a local PostgreSQL for the JOBS rows (grader.classroom.postgres)."""
+    from grader.classroom import postgres
 
     try:
         postgres.binaries()
@@ -607,8 +607,8 @@ def dask_missing() -> str:
     """Why the Dask rows cannot run here ("" when they can)."""
     import importlib.util
 
-    if importlib.util.find_spec("grader.cluster") is None:
-        return "no grader.cluster"
+    if importlib.util.find_spec("grader.isolation.cluster") is None:
+        return "no grader.isolation.cluster"
     if not Path(sys.executable).with_name("dask").exists():
         return "no dask command (distributed not installed)"
     return ""
@@ -616,12 +616,12 @@ def dask_missing() -> str:
 
 def start_dask(workdir: Path, workers: int) -> tuple[list[subprocess.Popen], str, str]:
     """(processes, scheduler address, "") or ([], "", why not): a loopback Dask cluster, `dask scheduler` and
-    `dask worker` on 127.0.0.1, for grader.cluster (TrustedExecute.scheduler / GRADER_SCHEDULER), once its
+    `dask worker` on 127.0.0.1, for grader.isolation.cluster (TrustedExecute.scheduler / GRADER_SCHEDULER), once its
     ``workers`` have joined the scheduler (a long-lived cluster's state when a class is handed to it)."""
     why = dask_missing()
     if why:
         return [], "", why
-    from grader import cluster
+    from grader.isolation import cluster
 
     dask = Path(sys.executable).with_name("dask")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -773,7 +773,7 @@ def main(argv: list[str] | None = None) -> int:
                     env["GRADER_SCHEDULER"] = address
                     env["GRADER_CLUSTER_TLS"] = str(workdir / f"{setup.key}-{n}-cluster" / "tls")
                 if setup.key == "jobs":
-                    from grader import postgres
+                    from grader.classroom import postgres
 
                     db_url = postgres.LocalPostgres(server.folder, database=f"gradebook_{n}").start()
                     (root / "gradebook.db").unlink()

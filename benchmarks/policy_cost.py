@@ -1,5 +1,5 @@
 """The policy's cost per notebook: the course's four solution notebooks, every answer and playground cell edited
-(so that each runs under grader.policy), graded in one warm sandboxed worker with the policy on and off,
+(so that each runs under grader.sandboxed.policy), graded in one warm sandboxed worker with the policy on and off,
 alternately. Prints the median sandbox seconds per notebook for each, and the difference.
 
     .venv/bin/python benchmarks/policy_cost.py [--rounds 5]
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import nbformat
 
-from grader import runner
-from grader.pool import Pool
+from grader.judge import runner
+from grader.isolation.pool import Pool
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,11 +5,11 @@
     .venv/bin/python benchmarks/profile_trusted.py --course DIR    # also a built class, and nbgrader's own overhead
     .venv/bin/python benchmarks/profile_trusted.py --course DIR --parts class    # only the class's notebooks
 
-1. pool:   start a grader.pool.Pool, then grade the instructor notebooks one at a time with
-           grader.runner.grade_cells, splitting each into pool.run (sandbox + forked child) and judging
+1. pool:   start a grader.isolation.pool.Pool, then grade the instructor notebooks one at a time with
+           grader.judge.runner.grade_cells, splitting each into pool.run (sandbox + forked child) and judging
            (this process); then the same notebooks from `cores` threads at once (the pool's throughput).
-2. child:  the same plans run by grader.child in a child forked from a process warmed up as the pool's worker
-           (grader.worker.warm_up), without bubblewrap: code cells against observing test cells, the slowest items,
+2. child:  the same plans run by grader.sandboxed.child in a child forked from a process warmed up as the pool's worker
+           (grader.sandboxed.worker.warm_up), without bubblewrap: code cells against observing test cells, the slowest items,
            and how many restores of the guard observing took and their time.
 2b. class: with --course, the same on every submission of a course built by `benchmarks/autograde.py --keep`
            (e.g. its all-24 folder): per notebook the mean and the slowest students, and the cells and checks that
@@ -38,7 +38,8 @@ sys.path.insert(0, str(REPO))
 
 import nbformat  # noqa: E402
 
-from grader import course, runner  # noqa: E402
+from grader.classroom import course  # noqa: E402
+from grader.judge import runner  # noqa: E402
 
 SOLUTIONS = REPO / "solutions" / course.ASSIGNMENT
 
@@ -78,7 +79,7 @@ def plan_of(cells: list[runner.Cell]) -> list[dict]:
 
 
 def part_pool(nbs: dict[str, list[runner.Cell]], repeats: int) -> dict:
-    from grader.pool import Pool
+    from grader.isolation.pool import Pool
 
     scratch = Path(tempfile.mkdtemp(prefix="profile-trusted-"))
     started = time.monotonic()
@@ -150,7 +151,7 @@ os.environ.update(OMP_NUM_THREADS="1", GRADER_NO_DRAW="1", MPLBACKEND="Agg", PYT
                   NBGRADER_EXECUTION="autograde")
 sys.path.insert(0, sys.argv[1])
 import torch
-from grader import child, worker
+from grader.sandboxed import child, worker
 worker.warm_up()  # as the pool's worker does before it forks a child per notebook
 
 
@@ -184,7 +185,7 @@ for task in json.loads(sys.argv[2]):
         counts = os.path.join(task["dir"], f"restores-{rep}.json")
         t = time.monotonic()
         pid = os.fork()
-        if pid == 0:  # the child: as grader.worker's, without bubblewrap; counts the guard's restores
+        if pid == 0:  # the child: as grader.sandboxed.worker's, without bubblewrap; counts the guard's restores
             try:
                 torch.set_num_threads(1)
                 fd = os.open(os.devnull, os.O_RDWR)
@@ -355,7 +356,7 @@ def main() -> int:
     result: dict = {"cores": os.cpu_count()}
     parts = set(args.parts.split(","))
     if "pool" in parts:
-        say("\n1+3. the pool (bubblewrap workers, one forked child per notebook), driven by grader.runner.grade_cells")
+        say("\n1+3. the pool (bubblewrap workers, one forked child per notebook), driven by grader.judge.runner.grade_cells")
         result["pool"] = part_pool(nbs, args.repeats)
     if "child" in parts:
         say("\n2. inside the child (forked from a process set up like the worker, no sandbox; best of 2)")

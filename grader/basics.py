@@ -4,15 +4,15 @@ One public ``check_*`` function per graded test cell. Each one
 
 - calls the student's function on small float64 probe inputs built from ``seed``,
 - compares with a reference computed by PyTorch itself (``torch.autograd.functional``),
-- on failure raises ``grader.diagnosis.CheckFailed`` (an ``AssertionError``) carrying a ``Finding``:
-  a mistake id from ``MISTAKES`` (a key of ``grader.messages``, so the class report can count it),
+- on failure raises ``grader.judge.diagnosis.CheckFailed`` (an ``AssertionError``) carrying a ``Finding``:
+  a mistake id from ``MISTAKES`` (a key of ``grader.spec.messages``, so the class report can count it),
   what was called on which probe, the first wrong element, expected versus received, and a hint
   naming the likely mistake and the notebook section to re-read; never a traceback of grader
   internals. Titles and hints come from the message table; only data (values, shapes, types,
   the student's line) and short labels such as ``a tensor of shape (3,)`` are formatted here,
 - on success prints a single line starting with ``✓``.
 
-Every check has two halves, as in ``grader.observe`` / ``grader.checks``:
+Every check has two halves, as in ``grader.sandboxed.observe`` / ``grader.checks``:
 
 - ``observe(check, fn, **kwargs)`` runs next to the student's code: it calls ``fn`` on the probes
   and records what happened as plain data (dicts, lists, strings, numbers, booleans, None and
@@ -47,7 +47,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import torch
 from torch.autograd.functional import hessian, jacobian
 
-from .diagnosis import CheckFailed, Finding, reports_unfinished, unfinished_notice, unfinished_target
+from grader.judge.diagnosis import CheckFailed, Finding, reports_unfinished, unfinished_notice, unfinished_target
 
 __all__ = [
     "SECTIONS",
@@ -94,7 +94,7 @@ MISTAKE_SECTIONS: dict[str, str] = {
     "accumulate_backward_twice": "6. backward frees the graph: retain_graph",
 }
 
-#: Every mistake a check here can report (a key of ``grader.messages``), with the fields its finding fills
+#: Every mistake a check here can report (a key of ``grader.spec.messages``), with the fields its finding fills
 #: besides ``exercise`` and ``function`` (the student's function as called, e.g. ``second_derivative(f, x)``),
 #: which every finding of this module carries.
 MISTAKES: dict[str, tuple[str, ...]] = {
@@ -195,7 +195,7 @@ def _student_facing(check: _F) -> _F:
 
     @functools.wraps(check)
     def wrapper(*args: Any, **kwargs: Any) -> None:
-        from . import policy
+        from grader.sandboxed import policy
 
         policy.refuse_in_self_check(*(a for a in (*args, *kwargs.values()) if callable(a)))
         try:
@@ -214,7 +214,7 @@ def _student_facing(check: _F) -> _F:
 
 
 # ---------------------------------------------------------------------------------------------
-# formatting data (numbers, shapes, indices) for findings; the sentences are in grader.messages
+# formatting data (numbers, shapes, indices) for findings; the sentences are in grader.spec.messages
 
 
 def _fmt_shape(shape: torch.Size | Sequence[int]) -> str:
@@ -1176,4 +1176,4 @@ def check_second_derivative_general(fn: Callable[..., Any], sizes: Sequence[int]
 # Notebook 4's function exercises (hvp, penalty) live in their own module, which registers them here when it is
 # imported (``secondorder._register``), so that test cells call them as basics.check_hvp(...) and the sandbox and the
 # judge treat them like every check above. Whichever of the two modules is imported first, both end up complete.
-from . import secondorder as _secondorder  # noqa: E402,F401
+from grader import secondorder as _secondorder  # noqa: E402,F401

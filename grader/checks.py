@@ -1,10 +1,10 @@
 """The checks that test cells call, one call per check; each raises ``CheckFailed`` with a diagnosis.
 
-A check has two halves. ``grader.observe`` runs the student's Function on small float64 probes and
+A check has two halves. ``grader.sandboxed.observe`` runs the student's Function on small float64 probes and
 records what it did (plain data). The judge here compares those observations with PyTorch's own
 ops on the same probes (micrograd's rule: the reference is PyTorch itself, in float64) and names
 the mistake. In a student's notebook both halves run in the student's kernel; in trusted grading
-(``grader.trusted``) the observations come from the sandbox and only the judge decides, so nothing
+(``grader.judge.runner``) the observations come from the sandbox and only the judge decides, so nothing
 the student's code patches can turn a wrong derivative into points.
 
 Besides values, the checks catch what ``gradcheck`` / ``gradgradcheck`` miss: a result not made by
@@ -26,10 +26,11 @@ from typing import Any, Callable, Iterator, NoReturn, Sequence
 
 import torch
 
-from . import diagnosis as dx
-from . import messages, observe, policy
-from .diagnosis import CheckFailed, Finding
-from .exercises import Exercise, Probe, Shape, get, reference_jvp, reference_per_sample_grad, reference_vmap
+from grader.judge import diagnosis as dx
+from grader.spec import messages
+from grader.sandboxed import observe, policy
+from grader.judge.diagnosis import CheckFailed, Finding
+from grader.spec.exercises import Exercise, Probe, Shape, get, reference_jvp, reference_per_sample_grad, reference_vmap
 
 Obs = dict[str, Any]
 CHECKS = ("forward", "first derivatives", "second derivatives", "structure", "forward mode", "vmap")
@@ -99,7 +100,7 @@ def _pairs(*sequences: Sequence[Any]) -> Any:
 
 
 def _known() -> set[str]:
-    from .messages import EN
+    from grader.spec.messages import EN
 
     return set(EN)
 

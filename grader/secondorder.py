@@ -33,9 +33,9 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.nn.functional as F
 
-from . import basics
-from .exercises import _softplus, reference_hessian
-from .basics import (_Check, _Fail, _Malformed, _as_result, _bool_field, _close, _difference, _fail_if_modified,
+from grader import basics
+from grader.spec.exercises import _softplus, reference_hessian
+from grader.basics import (_Check, _Fail, _Malformed, _as_result, _bool_field, _close, _difference, _fail_if_modified,
                      _fail_if_raised, _field, _first_line, _grad_field, _invoke, _leaf, _opaque, _plain, _rand,
                      _result_record, _result_value, _str_field, _tensor_field, _type_name)
 
@@ -235,8 +235,8 @@ def _own_unfit(p: Any, obs: Obs, expected: Callable[[], Any]) -> str | None:
 
 
 def _excused(p: Any, why: str) -> str:
-    """The note a check adds to its summary for a probe it did not count (``grader.messages``' own_function_excused)."""
-    from . import messages
+    """The note a check adds to its summary for a probe it did not count (``grader.spec.messages``' own_function_excused)."""
+    from grader.spec import messages
 
     note = messages.message("own_function_excused")
     fields = {"names": ", ".join(p.uses), "why": why, "cells": ", ".join(f"`{n.lower()}`" for n in p.uses)}

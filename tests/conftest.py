@@ -89,7 +89,7 @@ CHECK_OF_CELL = {suffix: cell.check for suffix, cell in _FUNCTION_CELLS.items()}
 def cell_calls(exercise: str, suffix: str) -> list[dict]:
     """The keyword arguments of each check call of the test cell `<exercise>-<suffix>` in the solutions notebooks,
     visible call first then hidden ones (as nbgrader runs them): an expectation must hold on all of them."""
-    from grader import testcells
+    from grader.judge import testcells
 
     grade_id = f"{exercise}-{suffix}"
     calls = testcells.parse(solution_cells()[grade_id].source, grade_id)

@@ -3,7 +3,7 @@
 Each file in tests/adversarial/ is one student: which notebooks it hands in, which answer cells it replaces with
 the code in the file, how the notebook is otherwise edited, and the points per exercise nbgrader must record
 (tests/adversarial/README.md describes the header). The students of a class are autograded together in a
-temporary course built like ``grader.course.demo`` (solutions symlinked, `nbgrader generate_assignment`,
+temporary course built like ``grader.classroom.course.demo`` (solutions symlinked, `nbgrader generate_assignment`,
 `submitted/<student>/autograd/*.ipynb`), then the gradebook, the course folder and the machine are inspected.
 
 The fast tests at the end check the pieces the corpus relies on (`runner.cells_to_run`, `testcells.parse`,
@@ -27,7 +27,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import course, runner, sandbox, testcells, wire
+from grader.classroom import course
+from grader.judge import runner, testcells
+from grader.isolation import sandbox
+from grader.boundary import wire
 
 CASES_DIR = Path(__file__).resolve().parent / "adversarial"
 REPO = course.REPO
@@ -453,7 +456,7 @@ REFUSED = [(klass, case) for klass, case in STUDENTS if case.refused]
 @pytest.mark.parametrize("klass,case", REFUSED, ids=[_ids(s) for s in REFUSED])
 def test_code_the_policy_refuses_is_refused_with_a_reason_the_student_can_read(classroom, klass, case):
     """`# refused: square`: the verdicts of the notebook holding square say that the course's policy refused the
-    student's code (grader.policy), and which construct, instead of a silent zero."""
+    student's code (grader.sandboxed.policy), and which construct, instead of a silent zero."""
     graded = classroom(klass)
     saved = saved_results(graded, case)
     exercises = _exercises()
@@ -481,7 +484,7 @@ def test_the_class_is_graded_in_time_without_errors_and_submissions_unchanged(cl
 
 
 def _run_plans(plans: list[str], workers: int = 1, timeout: float = 10) -> list[tuple[list[dict], object]]:
-    from grader.pool import Pool
+    from grader.isolation.pool import Pool
 
     hidden = Path(tempfile.mkdtemp(prefix="adversarial-hidden-"))
     try:
@@ -508,7 +511,7 @@ def _report(**info):
 def test_pool_workers_are_alive_a_second_after_the_pool_started():
     """The pool starts its workers from short-lived threads; bwrap --die-with-parent must not kill them when
     those threads end (else the first notebook given to each worker is lost: 'the grading worker died')."""
-    from grader.pool import Pool
+    from grader.isolation.pool import Pool
 
     hidden = Path(tempfile.mkdtemp(prefix="adversarial-hidden-"))
     try:
@@ -710,7 +713,8 @@ def test_the_guard_puts_back_the_grader_tables_and_names_shadowing_builtins():
     not shadow anything (a submodule imported later) stays."""
     import torch._functorch.eager_transforms as eager
 
-    from grader import basics, child, observe
+    from grader import basics
+    from grader.sandboxed import child, observe
 
     guard = child.Guard()
     assert guard.restore() == []

@@ -1,5 +1,5 @@
 """Unit tests of grader/basics.py: correct answers pass quietly, each known mistake fails with its own mistake id
-and the message the table ``grader.messages`` holds for it.
+and the message the table ``grader.spec.messages`` holds for it.
 
 The checks are split for trusted grading: ``observe`` runs next to the student's code and records plain data,
 ``judge`` decides from those observations alone; forged or malformed observations must never pass.
@@ -22,8 +22,9 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from grader import basics, messages, secondorder
-from grader.diagnosis import CheckFailed, Finding
+from grader import basics, secondorder
+from grader.spec import messages
+from grader.judge.diagnosis import CheckFailed, Finding
 from conftest import best_cpu_seconds
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "solutions" / "autograd" / "01_autograd_basics.ipynb"
@@ -1002,7 +1003,7 @@ def _template_fields(mistake: str) -> set[str]:
 
 @pytest.mark.parametrize("mistake", sorted(basics.MISTAKES))
 def test_every_mistake_id_is_in_the_table_and_renders_without_placeholders(mistake):
-    assert mistake in messages.EN, f"{mistake!r} has no message in grader/messages.py"
+    assert mistake in messages.EN, f"{mistake!r} has no message in grader/spec/messages.py"
     declared = set(basics.MISTAKES[mistake]) | {"exercise", "function"}
     assert _template_fields(mistake) <= declared, f"{mistake}: its templates use fields basics does not fill"
     for exercise in basics.SECTIONS:
@@ -1302,7 +1303,7 @@ def test_second_order_a_forged_missing_function_never_skips_a_probe_that_must_be
 
 
 # --- attacks on notebook 4's function checks that the observer itself defeats, without a sandbox (the others need
-# the guard of grader.child: tests/test_sandbox_attacks.py grades every tests/adversarial/nb4-*.py in the sandbox)
+# the guard of grader.sandboxed.child: tests/test_sandbox_attacks.py grades every tests/adversarial/nb4-*.py in the sandbox)
 
 ATTACKS = Path(__file__).resolve().parent / "adversarial"
 OBSERVER_DEFEATS = ["nb4-hvp-closure-forgery.py", "nb4-hvp-lying-tensor.py", "nb4-penalty-subclass-forgery.py"]
@@ -1333,7 +1334,7 @@ def test_an_attack_on_what_the_observer_records_earns_nothing_even_unsandboxed(c
     through f.__closure__ and tensor subclasses whose torch functions lie change nothing, even in the student's own
     kernel. Old code: the closure and the subclass forgeries earned their wrong part's points (the lying hvp was
     already copied plainly)."""
-    from grader.child import Guard
+    from grader.sandboxed.child import Guard
 
     guard = Guard()  # the attacks patch torch and the grader in this process: put back afterwards
     try:

@@ -356,7 +356,8 @@ EXPECTED_SCORES = {"square": (2.0, 6.0), "exp": (6.0, 6.0), "sinh": (6.0, 6.0), 
 def graded_course(tmp_path_factory) -> Path:
     """A one-student course: nbgrader releases, autogrades notebook 3 (a wrong Square, Exp and Sinh right, Cube
     untouched) and writes the feedback page."""
-    from grader import course, sandbox
+    from grader.classroom import course
+    from grader.isolation import sandbox
 
     available, why = sandbox.available()
     if not available:

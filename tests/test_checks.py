@@ -11,9 +11,10 @@ import torch
 
 from conftest import (ALTERNATIVES, CELLS, ENTRY, ENTRY_NAME, MISTAKES, CatalogueEntry, cell_calls, namespace_for,
                       solution_cells)
-from grader import basics, checks, messages
-from grader.diagnosis import CheckFailed
-from grader.exercises import EXERCISES
+from grader import basics, checks
+from grader.spec import messages
+from grader.judge.diagnosis import CheckFailed
+from grader.spec.exercises import EXERCISES
 
 GRADED = sorted(CELLS)  # every graded exercise: custom Functions (grader.checks) and functions (grader.basics)
 
@@ -90,7 +91,7 @@ CONTRACT = {
 def test_the_checks_of_each_exercise_are_those_of_its_test_cells():
     """The table the catalogue is judged with names what the solutions notebooks' test cells call, on the function
     the answer cell defines; notebook 4's test calls have the arguments its contract states."""
-    from grader import testcells
+    from grader.judge import testcells
 
     cells = solution_cells()
     for exercise, table in CELLS.items():

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from conftest import EXAMPLES, RELEASE, REPO, SOLUTIONS, nbgrader_meta
-from grader.course import build_submission, mistake_source
+from grader.classroom.course import build_submission, mistake_source
 
 GRADER = [sys.executable, "-m", "grader.cli"]
 
@@ -148,7 +148,7 @@ BAD_INPUTS = ["missing file", "a folder", "not JSON", "empty file", "binary", "J
 @pytest.mark.parametrize("case", BAD_INPUTS)
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 def test_bad_input_is_one_clear_line_and_exit_status_2(tmp_path, capsys, case, as_json, monkeypatch):
-    from grader import cli
+    from grader.classroom import cli
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(cli, "grade_notebook", lambda *a, **k: pytest.fail(f"{case}: graded instead of refused"))

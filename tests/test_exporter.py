@@ -1,5 +1,5 @@
 """nbgrader's own work per notebook, made cheaper without changing what it writes or decides (issue 10):
-* the exporter for autograding (grader.nbgrader_plugins.SubmissionExporter) writes what nbconvert's
+* the exporter for autograding (grader.classroom.nbgrader_plugins.SubmissionExporter) writes what nbconvert's
   NotebookExporter writes, without deep copies of a notebook read for that pass alone, nor the schema validation
   of the text written (which only logs);
 * OverwriteCells (OverwriteReleasedCells) reads each cell from the gradebook's cells read once per process,
@@ -14,8 +14,8 @@ import nbformat
 import pytest
 from nbconvert.exporters import NotebookExporter
 
-from grader import course
-from grader.nbgrader_plugins import SubmissionExporter, _ReadForThisCall
+from grader.classroom import course
+from grader.classroom.nbgrader_plugins import SubmissionExporter, _ReadForThisCall
 
 SOLUTIONS = sorted((course.REPO / "solutions" / course.ASSIGNMENT).glob("*.ipynb"))
 
@@ -76,7 +76,7 @@ def test_overwrite_cells_reads_from_memory_exactly_what_the_gradebook_holds(tmp_
     from nbgrader.api import Gradebook, MissingEntry
     from test_adversarial import _template
 
-    from grader.nbgrader_plugins import _CellsReadOnce, instructor_notebook
+    from grader.classroom.nbgrader_plugins import _CellsReadOnce, instructor_notebook
 
     root = _template(tmp_path)
     db_url = f"sqlite:///{root / 'gradebook.db'}"
@@ -122,7 +122,7 @@ def test_save_auto_grades_at_once_writes_the_rows_nbgrader_writes(tmp_path):
     from nbformat.v4 import new_output
     from test_adversarial import _template
 
-    from grader.nbgrader_plugins import SaveAutoGradesAtOnce
+    from grader.classroom.nbgrader_plugins import SaveAutoGradesAtOnce
 
     root = _template(tmp_path)
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
@@ -183,7 +183,7 @@ def test_cell_metadata_is_judged_as_nbgrader_judges_it_valid_copies_remembered_b
     nbgrader refuses it."""
     from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 
-    from grader.nbgrader_plugins import _content_key, _metadata_validator
+    from grader.classroom.nbgrader_plugins import _content_key, _metadata_validator
 
     ours, theirs = _metadata_validator(), MetadataValidator()
     good = {"schema_version": 3, "grade": True, "locked": True, "solution": False, "grade_id": "square-first",

@@ -30,7 +30,9 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from grader import course, nbgrader_plugins, runner
+from grader.classroom import course, nbgrader_plugins
+from grader.classroom.plugins import trusted_execute
+from grader.judge import runner
 from test_adversarial import AVAILABLE, WHY, _solution_cells, _template
 
 needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
@@ -68,13 +70,13 @@ def _feeder(root: Path, monkeypatch, exclude: str = "", force: bool = True):
     from nbgrader.coursedir import CourseDirectory
 
     reads: list[str] = []
-    real = nbgrader_plugins.read_submission
+    real = trusted_execute.read_submission
 
     def counted(path):
         reads.append(str(path))
         return real(path)
 
-    monkeypatch.setattr(nbgrader_plugins, "read_submission", counted)
+    monkeypatch.setattr(trusted_execute, "read_submission", counted)  # what _Feeder reads
     monkeypatch.setattr(runner, "cells_to_run", lambda *args, **kwargs: [])
     coursedir = CourseDirectory(root=str(root), student_id_exclude=exclude)
     plugin = SimpleNamespace(timeout=5.0, log=logging.getLogger("test"), parent=SimpleNamespace(
@@ -165,10 +167,10 @@ def test_the_class_streams_into_the_pool_once_nbgrader_creates_its_exporter(tmp_
     for assignment, fed in ((course.ASSIGNMENT, ["s0000", "s0001", "s0002"]), ("auto*", [])):
         classroom = nbgrader_plugins._Classroom()
         classroom.pool, classroom.executor = SimpleNamespace(size=2), _Executor()
-        monkeypatch.setattr(nbgrader_plugins, "_CLASSROOM", classroom)
+        monkeypatch.setattr(trusted_execute, "_CLASSROOM", classroom)
         coursedir = CourseDirectory(root=str(tmp_path), assignment_id=assignment, db_url="sqlite://")
         converter = Converter(coursedir=coursedir,
-                              autograde_preprocessors=["grader.nbgrader_plugins.TrustedExecute"])
+                              autograde_preprocessors=["grader.classroom.nbgrader_plugins.TrustedExecute"])
         try:
             nbgrader_plugins.SubmissionExporter(parent=converter)
             for feeder in classroom.feeders.values():
@@ -195,7 +197,7 @@ class CountingPool:
         pass
 
     def run(self, plan, timeout):
-        from grader.pool import TaskOutcome
+        from grader.isolation.pool import TaskOutcome
 
         with open(os.environ["COUNTING_POOL_FILE"], "a") as f:
             f.write("run\\n")
@@ -299,7 +301,7 @@ def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp
     against warm (the same notebooks in a ready pool), measured back to back, best of five tries. The 4 s are of a
     quiet machine of the reference's kind: scaled by how much slower it runs now (``_slowdown``), and by the share
     of the machine other processes took just before and after the cold run (under `make test`, the other test process)."""
-    from grader.pool import Pool
+    from grader.isolation.pool import Pool
 
     root = tmp_path / "class"
     shutil.copytree(_template(tmp_path / "base"), root, symlinks=True)
@@ -333,7 +335,7 @@ def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp
     # why: one Python process besides `make autograde`'s own, which also reads the table; workers started first
     log = (root / course.LOG_NAME).read_text()
     commands = [line for line in log.splitlines() if line.startswith("$ ")]
-    assert len(commands) == 1 and "-m grader.nbgrader_job" in commands[0], commands
+    assert len(commands) == 1 and "-m grader.classroom.nbgrader_job" in commands[0], commands
     assert "scores of 1 students read from the gradebook" in log, log[-3000:]
     started_at = float(re.search(r"sandboxed workers started at ([\d.]+) s", log).group(1))
     imported_at = float(re.search(r"nbgrader and the judge imported at ([\d.]+) s", log).group(1))

@@ -1,4 +1,4 @@
-"""grader.gradebook_engines: nbgrader's many openings of one gradebook share one engine in an nbgrader process."""
+"""grader.classroom.gradebook_engines: nbgrader's many openings of one gradebook share one engine in an nbgrader process."""
 
 import subprocess
 import sys
@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parent.parent
 SCRIPT = textwrap.dedent("""
     import sys
     from nbgrader.api import Gradebook
-    from grader import gradebook_engines
+    from grader.classroom import gradebook_engines
 
     url = "sqlite:///" + sys.argv[1]
     gradebook_engines.share()
@@ -47,7 +47,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_openings_of_one_gradebook_share_an_engine_and_see_the_same_data(tmp_path):
-    from grader.course import nbgrader_env  # (nbgrader runs the venv's `alembic` when it creates a gradebook)
+    from grader.classroom.course import nbgrader_env  # (nbgrader runs the venv's `alembic` when it creates a gradebook)
 
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "gradebook.db")], cwd=REPO,
                           env=nbgrader_env(), capture_output=True, text=True, timeout=120)

@@ -21,7 +21,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import course, postgres, sandbox
+from grader.classroom import course, postgres
+from grader.isolation import sandbox
 from test_adversarial import AVAILABLE, WHY, _template
 
 REPO = course.REPO

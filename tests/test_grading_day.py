@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 from conftest import SOLUTIONS
-from grader import course
+from grader.classroom import course
 
 REPO = course.REPO
 RELEASE = REPO / "notebooks" / course.ASSIGNMENT

@@ -1,7 +1,7 @@
 """The honest corpus (tests/honest_corpus/): code written by others (PyTorch's documentation and tutorials, public
 repositories, forum answers), adapted only to the names the notebooks expect, graded the way the grader really grades
 a submission: the solutions notebook with the entry as its answer cell (the other answers the instructor's), run in
-the pool of sandboxed workers (``grader.pool``) and judged by ``grader.runner.grade_cells``, as the catalogue test of
+the pool of sandboxed workers (``grader.isolation.pool``) and judged by ``grader.judge.runner.grade_cells``, as the catalogue test of
 examples/ does (tests/test_sandbox_attacks.py, test_no_catalogued_answer_is_flagged_or_has_anything_restored).
 
 An entry for an exercise must get full marks and never be flagged; an entry `# exercise: none` (playground code a
@@ -23,7 +23,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import course, outputs, runner, sandbox
+from grader.classroom import course
+from grader.judge import outputs, runner
+from grader.isolation import sandbox
 
 pytestmark = pytest.mark.slow
 
@@ -114,7 +116,7 @@ def graded():
     available, why = sandbox.available()
     assert available, f"the grading sandbox cannot start here ({why}): run `make install` as root"
     assert len(ENTRIES) >= MINIMUM, f"{CORPUS} holds {len(ENTRIES)} entries, fewer than {MINIMUM}: was it moved?"
-    from grader.pool import Pool
+    from grader.isolation.pool import Pool
 
     answer_notebooks = _answer_notebooks()
     hidden = Path(tempfile.mkdtemp(prefix="honest-hidden-"))

@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from conftest import CELLS, ENTRY, best_cpu_seconds, namespace_for, solution_cells
-from grader.testcells import CHECK_FUNCTIONS
-from grader import basics, checks, observe
-from grader.diagnosis import CheckFailed
-from grader.exercises import EXERCISES
+from grader.judge.testcells import CHECK_FUNCTIONS
+from grader import basics, checks
+from grader.sandboxed import observe
+from grader.judge.diagnosis import CheckFailed
+from grader.spec.exercises import EXERCISES
 
 
 @functools.lru_cache(maxsize=None)
@@ -263,7 +264,7 @@ def test_a_huge_ctx_and_a_huge_backward_source_are_judged_in_well_under_a_second
 
 
 def test_source_diagnosis_is_linear_and_keeps_its_verdicts():
-    from grader import diagnosis as dx
+    from grader.judge import diagnosis as dx
 
     # A tensor without history that backward reads is the cause; one with history (an input or an output kept
     # on ctx) is not, however it is kept.
@@ -288,9 +289,9 @@ def test_what_has_no_history_is_what_forward_made_and_did_not_return():
     intermediate has none either way. That, not the attribute, is why SinhBad has no second derivative."""
     import torch
 
-    from grader import diagnosis as dx
-    from grader import observe
-    from grader.exercises import get
+    from grader.judge import diagnosis as dx
+    from grader.sandboxed import observe
+    from grader.spec.exercises import get
 
     class Kept(torch.autograd.Function):
         @staticmethod
@@ -323,7 +324,7 @@ def test_what_has_no_history_is_what_forward_made_and_did_not_return():
 
 
 def test_wire_decode_refuses_observations_with_too_many_items():
-    from grader import wire
+    from grader.boundary import wire
 
     with pytest.raises(wire.WireError):
         wire.decode({"ctx_attrs": ["ctx.t"] * 150_000})
@@ -333,7 +334,7 @@ def test_wire_decode_refuses_observations_with_too_many_items():
 
 
 def _outcome():
-    from grader import sandbox
+    from grader.isolation import sandbox
 
     return sandbox.Outcome(0, "", 0.0, "", sandbox.Limits())
 
@@ -344,7 +345,7 @@ def test_fifty_megabytes_of_tiny_result_lines_are_read_in_bounded_time_and_memor
     import time
     import tracemalloc
 
-    from grader import runner
+    from grader.judge import runner
 
     cells = [runner.Cell(0, "x = 1"), runner.Cell(1, "", "square-forward", 1.0, True)]
     keys = {0: 0, 1: 1}
@@ -362,7 +363,7 @@ def test_fifty_megabytes_of_tiny_result_lines_are_read_in_bounded_time_and_memor
 def test_results_beyond_the_limits_are_not_read():
     import json
 
-    from grader import runner
+    from grader.judge import runner
 
     assert runner.RESULTS_LIMIT <= 8_000_000
     cells = [runner.Cell(0, "", "square-forward", 1.0, True)]
@@ -377,7 +378,7 @@ def test_results_beyond_the_limits_are_not_read():
 def test_checks_not_judged_within_the_notebooks_time_budget_fail(monkeypatch):
     import time
 
-    from grader import runner
+    from grader.judge import runner
 
     cells = [runner.Cell(k, "", f"square-{k}", 1.0, True,
                          [runner.testcells.CheckCall("checks", "forward", "Square.apply", {"exercise": "square"})])
@@ -420,7 +421,7 @@ def test_read_the_line_shown_above_only_when_a_line_is_shown():
 def _graded_after_a_failed_definition(monkeypatch, done_event: dict, definer: str) -> str:
     import json
 
-    from grader import runner
+    from grader.judge import runner
 
     cells = [runner.Cell(0, "import torch"), runner.Cell(1, definer),
              runner.Cell(2, "", "exp-forward", 1.0, True,

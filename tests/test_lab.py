@@ -30,7 +30,7 @@ import nbformat
 import pytest
 
 from conftest import REPO
-from grader import lab as grader_lab
+from grader.classroom import lab as grader_lab
 
 pytestmark = pytest.mark.slow
 

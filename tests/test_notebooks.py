@@ -13,10 +13,10 @@ import nbformat
 import pytest
 
 from conftest import RELEASE, REPO, SOLUTIONS, cells_by_id, nbgrader_meta
-from grader.course import nbgrader_command, nbgrader_env
-from grader.exercises import EXERCISES
-from grader import notebooks
-from grader.notebooks import LEAK_MARKERS, canonical, problems
+from grader.classroom.course import nbgrader_command, nbgrader_env
+from grader.spec.exercises import EXERCISES
+from grader.classroom import notebooks
+from grader.classroom.notebooks import LEAK_MARKERS, canonical, problems
 
 NOTEBOOKS = sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))
 CUSTOM_FUNCTION_EXERCISES = set(EXERCISES)  # square, exp, sinh, cube, linear, ...
@@ -260,7 +260,7 @@ def test_paste_cells_are_released_as_stubs_that_run_and_leave_the_names_unset():
 
 def test_a_solution_region_can_declare_its_released_stub():
     """`### STUB` lines inside a region are what students get instead of the NotImplementedError stub."""
-    from grader.nbgrader_plugins import NamedStubs
+    from grader.classroom.nbgrader_plugins import NamedStubs
 
     source = ("import torch\n"
               "### BEGIN SOLUTION\n"

@@ -1,9 +1,9 @@
-"""The policy graded cells compile and run under (grader.policy): honest course code runs as it is; every road
+"""The policy graded cells compile and run under (grader.sandboxed.policy): honest course code runs as it is; every road
 to the observer's machinery (frames, code objects, gc, sys, os, ctypes, the grader's modules, underscore internals,
 metaclasses, format-string attribute walks, torch's and numpy's escape hatches) is refused with its line.
 
 In-process and fast: each case compiles one cell with the policy and runs it in a namespace with the runtime
-installed, as ``grader.child`` does for a student's cell in the sandbox. The end-to-end attacks (through nbgrader)
+installed, as ``grader.sandboxed.child`` does for a student's cell in the sandbox. The end-to-end attacks (through nbgrader)
 are students of tests/adversarial/ (``policy-*``)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import policy
+from grader.sandboxed import policy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -331,7 +331,7 @@ def test_instructor_objects_in_the_namespace_stay_opaque() -> None:
     run_cell("value = shell", ns)  # types.SimpleNamespace is a builtin kind: a plain record, readable
     class Grader:  # noqa: D401 (an object of the grader's kind)
         secret = 1
-    Grader.__module__ = "grader.child"
+    Grader.__module__ = "grader.sandboxed.child"
     ns["obj"] = Grader()
     refused("obj.secret", ns)
 
@@ -374,7 +374,7 @@ def test_the_guards_cost_little() -> None:
 
 @pytest.fixture
 def shell_with_policy():
-    """An IPython shell with the policy installed, as grader.child makes one; gone afterwards (a shell left behind
+    """An IPython shell with the policy installed, as grader.sandboxed.child makes one; gone afterwards (a shell left behind
     makes this process look like a notebook to the self-checks of the tests that follow)."""
     from IPython.core.interactiveshell import InteractiveShell
 

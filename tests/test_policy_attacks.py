@@ -1,4 +1,4 @@
-"""Red-team attacks on the policy graded cells run under (grader.policy), in-process with tests/test_policy.py's
+"""Red-team attacks on the policy graded cells run under (grader.sandboxed.policy), in-process with tests/test_policy.py's
 harness: each escape that got through is a test that the policy now refuses it; ``TRIED`` documents the ideas that
 were refused already (each still refused).
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader import policy
+from grader.sandboxed import policy
 from test_policy import refused, run_cell
 
 SINK = """
@@ -46,7 +46,7 @@ with Catch():
 def test_functools_update_wrapper_is_not_an_unrestricted_getattr() -> None:
     """update_wrapper(assigned=, updated=) reads and writes attributes named by data: a traceback handed to a cell's
     own __exit__ gave its frame, the frame above, and that frame's globals (in the child: IPython's and then
-    grader.child.run's frame with report, flag, guard ...)."""
+    grader.sandboxed.child.run's frame with report, flag, guard ...)."""
     refused(SINK)
 
 
@@ -207,7 +207,7 @@ def test_the_attributes_of_the_graders_classes_are_opaque() -> None:
     """type(obj) of the grader's object is a class; its attributes were read as a `type` object's (builtins)."""
     class Grader:
         secret = 1
-    Grader.__module__ = "grader.child"
+    Grader.__module__ = "grader.sandboxed.child"
     ns = {"__name__": "__main__", "obj": Grader()}
     policy.Runtime(ns).install()
     refused("s = type(obj).secret", ns)

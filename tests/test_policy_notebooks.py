@@ -1,6 +1,6 @@
 """The course's own notebooks under the policy, as a student who touched every cell would hand them in: every
 answer and playground cell edited (so that none is byte-identical to the instructor's and each runs under
-grader.policy), graded in the sandbox as nbgrader's plugin does. Full marks, nothing flagged, and the playground
+grader.sandboxed.policy), graded in the sandbox as nbgrader's plugin does. Full marks, nothing flagged, and the playground
 cells that ran for the instructor run for the student too (but the two that demonstrate gc and globals()).
 
 The same grading with the policy off is benchmarks/policy_cost.py's baseline."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import runner
+from grader.judge import runner
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((ROOT / "solutions" / "autograd").glob("*.ipynb"))
@@ -31,7 +31,7 @@ def _edited(path: Path) -> nbformat.NotebookNode:
 
 @pytest.mark.slow
 def test_every_cell_edited_the_solutions_score_full_marks_under_the_policy():
-    from grader.pool import Pool
+    from grader.isolation.pool import Pool
 
     assert len(SOLUTIONS) == 4, SOLUTIONS
     with Pool(hide=[Path(tempfile.mkdtemp(prefix="policy-notebooks-"))], workers=1) as pool:

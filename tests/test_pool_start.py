@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import pool as pools
-from grader import sandbox
+from grader.isolation import pool as pools
+from grader.isolation import sandbox
 
 AVAILABLE, WHY = sandbox.available()
 needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import course
+from grader.classroom import course
 from test_course import demo_run  # noqa: F401  (the fixture: the demo's output, run once for this module)
 
 REPO = course.REPO
@@ -69,7 +69,7 @@ def test_a_test_count_in_the_readme_is_what_pytest_collects():
 
 
 def test_make_postgres_prints_the_stop_command_the_readme_names():
-    from grader import postgres
+    from grader.classroom import postgres
 
     example = next(b for b in code_spans(README) if "make postgres " in b or b.startswith("make postgres"))
     stop = re.search(r"^(make postgres-stop)\b", example, flags=re.M)

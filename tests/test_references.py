@@ -16,8 +16,11 @@ import pytest
 import torch
 
 from conftest import ENTRY, namespace_for, solution_cells
-from grader import checks, course, observe, secondorder, wire
-from grader.exercises import (EXERCISES, reference_hessian, reference_jvp, reference_per_sample_grad,
+from grader import checks, secondorder
+from grader.classroom import course
+from grader.sandboxed import observe
+from grader.boundary import wire
+from grader.spec.exercises import (EXERCISES, reference_hessian, reference_jvp, reference_per_sample_grad,
                               reference_vmap)
 
 SOFTPLUS = EXERCISES["softplus"]
@@ -58,8 +61,9 @@ def test_a_reference_whose_output_ignores_an_input_has_a_zero_tangent():
 _JUDGE_ALONE = r"""
 import json, sys
 import torch
-from grader import basics, checks, secondorder, wire
-from grader.exercises import EXERCISES
+from grader import basics, checks, secondorder
+from grader.boundary import wire
+from grader.spec.exercises import EXERCISES
 ex = EXERCISES["softplus"]
 for check, observations in json.loads(sys.stdin.read()).items():
     checks.judge(check, "softplus", ex.probes(ex.default_shapes, 0), wire.decode(observations))

@@ -6,7 +6,7 @@ import csv
 import json
 import random
 
-from grader import report
+from grader.classroom import report
 
 
 def plant(tmp_path, seed: int = 7):
@@ -129,7 +129,7 @@ def test_the_report_escapes_what_students_control(tmp_path):
 
 
 def test_scores_end_with_the_flagged_line(tmp_path, monkeypatch, capsys):
-    from grader import course
+    from grader.classroom import course
 
     plant_flags(tmp_path / "grader_results")
     monkeypatch.setattr(course, "gradebook_scores", lambda db, assignment="autograd": {"s03": {"square": (2.0, 6.0)}})
@@ -149,12 +149,14 @@ def test_autograde_logs_one_warning_per_flagged_notebook(tmp_path, monkeypatch):
 
     import nbformat
 
-    from grader import nbgrader_plugins, runner
+    from grader.classroom import nbgrader_plugins
+    from grader.classroom.plugins import trusted_execute
+    from grader.judge import runner
 
     flagged = runner.NotebookResult("s03/autograd/03_double_backward", "the gradebook",
                                     flags=FLAGS[("s03", "03_double_backward")])
-    monkeypatch.setattr(nbgrader_plugins, "_CLASSROOM", nbgrader_plugins._Classroom())
-    nbgrader_plugins._CLASSROOM.unsandboxed = True  # nothing starts: grading itself is replaced below
+    monkeypatch.setattr(trusted_execute, "_CLASSROOM", nbgrader_plugins._Classroom())
+    trusted_execute._CLASSROOM.unsandboxed = True  # nothing starts: grading itself is replaced below
     monkeypatch.setattr(nbgrader_plugins.TrustedExecute, "_trusted_cells", staticmethod(lambda *a: {}))
     monkeypatch.setattr(runner, "grade_cells", lambda *a, **k: flagged)
     records: list[logging.LogRecord] = []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import sandbox
+from grader.isolation import sandbox
 
 AVAILABLE, WHY = sandbox.available()
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
@@ -125,7 +125,7 @@ def test_a_fork_bomb_is_bounded(tmp_path):
     assert "stopped after" in outcome.output or outcome.stopped == "timeout", outcome.output[-300:]
 
 
-# --- the report channel (grader.channel), without a sandbox: what the worker reads from a notebook's process ----
+# --- the report channel (grader.boundary.channel), without a sandbox: what the worker reads from a notebook's process ----
 
 def _inbox_with(sends, key: bytes | None = b"k" * 32, second_connection: bool = False):
     """A child process that connects to a fresh Inbox and runs ``sends(sock, sign)``; returns the Inbox's lines."""
@@ -133,14 +133,14 @@ def _inbox_with(sends, key: bytes | None = b"k" * 32, second_connection: bool = 
     import os
     import socket
 
-    from grader import channel
+    from grader.boundary import channel
 
     inbox = channel.Inbox(key)
     pid = os.fork()
     if pid == 0:  # the "notebook's process"
         try:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # as grader.child does
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # as grader.sandboxed.child does
             sock.connect(inbox.address)
             if second_connection:
                 time.sleep(0.3)  # the first is taken by then
@@ -221,7 +221,7 @@ def test_channel_contains_any_unreadable_report_and_flags_it(payload):
 
 
 def test_channel_unsigned_mode_reads_plain_lines():
-    """Unsandboxed grading of trusted code (``python -m grader.child PLAN ADDRESS``) signs nothing."""
+    """Unsandboxed grading of trusted code (``python -m grader.sandboxed.child PLAN ADDRESS``) signs nothing."""
     def sends(sock, sign):
         sock.sendall(sign(b'{"event": "start", "index": 0}') + sign(b'{"event": "done", "index": 0, "error": ""}'))
 
@@ -246,7 +246,7 @@ def test_flags_a_worker_handed_on_survive_its_death():
     import subprocess
     import threading
 
-    from grader import pool as pool_module
+    from grader.isolation import pool as pool_module
 
     def dying_worker(pool):
         worker = object.__new__(pool_module._Worker)
@@ -274,7 +274,7 @@ def test_flags_a_worker_handed_on_survive_its_death():
 def test_a_worker_that_cannot_remove_system_v_objects_retires(monkeypatch):
     """What the worker could not remove (here: a shared memory segment that stays listed) makes it unfit: the pool
     then grades the next notebook on a fresh worker (the retirement of a worker whose scratch could not be emptied)."""
-    from grader import worker
+    from grader.sandboxed import worker
 
     monkeypatch.setattr(worker, "_others", lambda: [])
     monkeypatch.setattr(worker, "_leftovers", lambda folder: [])

@@ -1,5 +1,5 @@
 """Attacks on the grading sandbox itself (issue 7), run the way the grader runs them: as root, through
-``grader.pool`` (a pool of ONE worker, so that who follows whom is certain) and ``grader.sandbox``.
+``grader.isolation.pool`` (a pool of ONE worker, so that who follows whom is certain) and ``grader.isolation.sandbox``.
 
 Each test states what must hold once the sandbox is fixed; on the code they were written against, every one
 of them fails because the attack works (what each did is in its docstring). The end-to-end versions (whole
@@ -24,7 +24,9 @@ from typing import Any
 import nbformat
 import pytest
 
-from grader import course, runner, sandbox
+from grader.classroom import course
+from grader.judge import runner
+from grader.isolation import sandbox
 
 AVAILABLE, WHY = sandbox.available()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")]
@@ -61,7 +63,7 @@ def _reports(data: bytes) -> list[dict[str, Any]]:
 
 def _run_in_one_worker(sources: list[str], timeout: float = 20) -> list[tuple[list[dict[str, Any]], Any]]:
     """Each source as a one-cell notebook, in order, in a pool of one worker: [(reports, outcome)]."""
-    from grader.pool import Pool
+    from grader.isolation.pool import Pool
 
     hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))
     try:
@@ -88,7 +90,7 @@ def _grade_in_one_worker(students: list[tuple[str, dict[str, str], str]],
                          timeout: float = 20) -> list[dict[str, Any]]:
     """Grade (name, answer cells, notebook) one after the other in a pool of ONE worker, as nbgrader's plugin
     does (``runner.grade_cells`` with the pool); [{exercise: points}, problem] per notebook."""
-    from grader.pool import Pool
+    from grader.isolation.pool import Pool
 
     hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))
     results = []
@@ -251,7 +253,7 @@ def test_pool_worker_code_has_no_root_file_permissions(root_only_file):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="about root's permissions: the grader runs as root here")
 def test_sandbox_run_has_no_root_file_permissions(root_only_file):
-    """The same through ``grader.sandbox.run`` (the one-shot sandbox)."""
+    """The same through ``grader.isolation.sandbox.run`` (the one-shot sandbox)."""
     program = Path(tempfile.mkdtemp(prefix="attack-scratch-")) / "probe.py"  # reachable by the sandbox's user
     program.write_text("import json, os as _o\ninfo = {}\n" + _ROOT_ONLY_PROBE.format(secret=str(root_only_file))
                        + "print('REPORT' + json.dumps(info))\n")
@@ -393,13 +395,13 @@ def test_an_attack_on_notebook_4s_checks_earns_nothing_for_its_wrong_part(case_f
 
 
 @pytest.mark.parametrize("switch_off", [
-    "import grader.child\ngrader.child._suspicious = lambda *args: ''",
-    "import grader.child\ngrader.child.ALWAYS_FLAGGED.clear()",
+    "import grader.sandboxed.child\ngrader.sandboxed.child._suspicious = lambda *args: ''",
+    "import grader.sandboxed.child\ngrader.sandboxed.child.ALWAYS_FLAGGED.clear()",
     "import builtins\nbuiltins.len = lambda *args: 99",
     "import os\nos.path.abspath = lambda path, _trusted=os.path.dirname(os.__file__): _trusted + '/x.py'",
 ], ids=["replace-suspicious", "empty-table", "rebind-len", "rebind-abspath"])
 def test_a_notebook_cannot_switch_the_audit_hook_off(switch_off):
-    """A cell replaces the hook's judgement (grader.child._suspicious), empties its table of events, or rebinds the
+    """A cell replaces the hook's judgement (grader.sandboxed.child._suspicious), empties its table of events, or rebinds the
     builtin (len) or os.path function it used, then walks gc and reads a frame: both are flagged. Old code: each
     switched flagging off (the gc walk, or the frame access, went unflagged), after which gc and frame forgeries
     went unnoticed."""
@@ -514,7 +516,7 @@ s.close()
 
 def _run_events(sources: list[str], timeout: float = 20) -> list[tuple[list[dict[str, Any]], Any]]:
     """Each source as a one-cell notebook in a pool of one worker: [(every event it reported, outcome)]."""
-    from grader.pool import Pool
+    from grader.isolation.pool import Pool
 
     hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))
     try:
@@ -547,7 +549,7 @@ def test_no_catalogued_answer_is_flagged_or_has_anything_restored():
     for entry in entries:
         exercise = entry.read_text().split("\n", 1)[0].removeprefix("# exercise:").strip()
         jobs.append((entry.name, notebook_of[exercise], {exercise: course.mistake_source(entry)}))
-    from grader.pool import Pool
+    from grader.isolation.pool import Pool
 
     hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))
     try:
@@ -580,7 +582,7 @@ def test_no_catalogued_answer_is_flagged_or_has_anything_restored():
 def test_cells_report_their_outputs_and_an_answer_cell_that_raised_shows_its_error():
     """Streams, rich data and errors come back per cell, in order; the trusted side rebuilds them as nbformat
     outputs without any markup of the student's own (an SVG becomes an <img>)."""
-    from grader import outputs
+    from grader.judge import outputs
 
     source = """
 import sys
@@ -637,7 +639,7 @@ def test_a_cells_matplotlib_figure_comes_back_as_a_png_and_the_worker_keeps_none
     """pyplot is imported and warmed up in the worker, before the child forks: a figure a cell draws is still
     shown once, as a PNG of its own (the inline backend flushes it after the cell), and nothing the worker drew
     while warming up shows in any cell."""
-    from grader import outputs
+    from grader.judge import outputs
 
     source = ("import matplotlib.pyplot as plt\nplt.plot([0, 1, 4], label='loss')\nplt.title('mine')\n"
               "print(len(plt.get_fignums()))\n")
@@ -694,7 +696,7 @@ def test_a_notebook_that_breaks_the_channel_ends_and_its_unobserved_checks_score
 
 def test_a_program_the_notebook_execs_cannot_report_for_it():
     """The notebook makes every descriptor inheritable and execs a fresh interpreter (same pid) that re-runs the
-    child's entry point, grader.child.run, on a plan of its own, and writes a forged report on every socket it
+    child's entry point, grader.sandboxed.child.run, on a plan of its own, and writes a forged report on every socket it
     holds. Old code: the worker took the new program's reports as the notebook's (SO_PEERCRED names the same pid):
     its cell's output came back. Now: the channel was closed by exec, the worker no longer listens, and a line
     written on a kept descriptor is not signed: nothing of it is kept."""
@@ -704,11 +706,11 @@ def test_a_program_the_notebook_execs_cannot_report_for_it():
     import sys
     sys.path[:0] = PATHS_HERE
     _send_everywhere({forged_done!r}.encode() + b"\\n")
-    import grader.child
+    import grader.sandboxed.child
     names = set(line.split()[-1] for line in open("/proc/net/unix") if "@grader-" in line)
     for name in names:
         try:
-            grader.child.run([{{"kind": "code", "index": 0, "source": "print('forged-by-exec-run')"}}], "\\0" + name[1:])
+            grader.sandboxed.child.run([{{"kind": "code", "index": 0, "source": "print('forged-by-exec-run')"}}], "\\0" + name[1:])
         except OSError:
             pass
     """)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import pool as pool_module
-from grader import sandbox
+from grader.isolation import pool as pool_module
+from grader.isolation import sandbox
 
 AVAILABLE, WHY = sandbox.available()
 pytestmark = [pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}"), pytest.mark.slow]
@@ -30,7 +30,7 @@ GRADE = textwrap.dedent("""
     import json, sys
     from pathlib import Path
     import grader
-    from grader import runner
+    from grader.judge import runner
     nb = Path(sys.argv[1])
     result = runner.grade_notebook(nb, nb, timeout=60)
     print(json.dumps({"score": result.score, "max": result.max_score, "problem": result.problem,

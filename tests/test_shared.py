@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import course, shared
+from grader.classroom import course, shared
 
 REPO = course.REPO
 VENV_BIN = Path(sys.executable).parent  # the course's venv (tests run with .venv/bin/python)

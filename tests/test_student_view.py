@@ -18,9 +18,11 @@ import pytest
 import torch
 
 from conftest import EXAMPLES, RELEASE, REPO, SOLUTIONS, cells_by_id
-from grader import basics, checks, diagnosis, observe
-from grader.course import mistake_source, nbgrader_env
-from grader.diagnosis import CheckFailed, Finding
+from grader import basics, checks
+from grader.judge import diagnosis
+from grader.sandboxed import observe
+from grader.classroom.course import mistake_source, nbgrader_env
+from grader.judge.diagnosis import CheckFailed, Finding
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 VALIDATE_WIDTH = 83  # nbgrader validate: Validator.width 90, 4 spaces of indent, lines cut at 87 characters
@@ -307,7 +309,7 @@ def test_nbgrader_validate_prints_the_whole_diagnosis(tmp_path):
 
 @pytest.mark.slow
 def test_in_a_kernel_a_self_check_reports_what_autograding_would_refuse_with_its_line(tmp_path):
-    """A construct the course's policy refuses (grader.policy) is reported by the self-check, naming the line of
+    """A construct the course's policy refuses (grader.sandboxed.policy) is reported by the self-check, naming the line of
     the answer cell and what the course allows, instead of a full-marks self-check and a zero in autograding."""
     from nbclient import NotebookClient
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import EXAMPLES, RELEASE, SOLUTIONS, cells_by_id
-from grader import runner, sandbox
-from grader.course import build_submission, mistake_source
+from grader.judge import runner
+from grader.isolation import sandbox
+from grader.classroom.course import build_submission, mistake_source
 
 
 def test_without_a_sandbox_grading_refuses_unless_the_instructor_allows_it(monkeypatch, tmp_path):
@@ -44,7 +45,7 @@ def test_a_patched_gradcheck_cannot_pass_a_wrong_backward(tmp_path):
 
 
 def test_test_cells_are_parsed_not_run():
-    from grader import testcells
+    from grader.judge import testcells
 
     with pytest.raises(testcells.UnsupportedTestCell, match="only grader imports"):
         testcells.parse("import os\nos.system('rm -rf /')\nchecks.forward('square', Square.apply)", "square-forward")
@@ -53,7 +54,7 @@ def test_test_cells_are_parsed_not_run():
     assert [c.hidden for c in calls] == [False, True] and calls[0].entry == "sinh"
 
 
-# IPython's transformations of a cell, skipped where they cannot change it (grader.child.make_shell): the shortcut
+# IPython's transformations of a cell, skipped where they cannot change it (grader.sandboxed.child.make_shell): the shortcut
 # must give IPython's own result on every cell it takes, and leave IPython's syntax to IPython.
 TRICKY_CELLS = [
     "x = 1 != 2", "a = '%d' % 3", "%timeit x = 1", "x?", "x??", "!ls", "files = !ls", "a = %pwd", "  x = 1",
@@ -77,7 +78,7 @@ def _code_cells() -> list[str]:
 def test_ipythons_transformations_are_skipped_only_where_they_change_nothing():
     from IPython.core.inputtransformer2 import TransformerManager
 
-    from grader import child
+    from grader.sandboxed import child
 
     shell = child.make_shell()
     ipython = TransformerManager()  # a fresh one: what IPython itself does
@@ -93,7 +94,7 @@ def test_ipythons_transformations_are_skipped_only_where_they_change_nothing():
 
 
 def test_a_cell_with_top_level_await_still_runs_as_in_a_kernel():
-    from grader import child
+    from grader.sandboxed import child
 
     shell = child.make_shell()
     for cell in ("import asyncio\nawait asyncio.sleep(0)\nawaited = 1", "x = [1]\nasync def f():\n    return 2\n"):

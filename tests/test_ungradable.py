@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import course, nbgrader_plugins
+from grader.classroom import course, nbgrader_plugins
 from test_adversarial import AVAILABLE, SOLUTIONS, WHY, _exercises, _solution_cells, _template
 
 needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
@@ -160,15 +160,15 @@ def test_unreadable_submissions_score_0_with_the_reason_and_the_rest_of_the_clas
 # --- end to end: a sandbox worker that never becomes ready -----------------------------------------------------
 
 NEVER_READY = '''
-from grader import sandbox
+from grader.isolation import sandbox
 
 
 class NeverReadyPool:
-    """What grader.pool.Pool raises when its workers exit at once instead of becoming ready."""
+    """What grader.isolation.pool.Pool raises when its workers exit at once instead of becoming ready."""
 
     def __init__(self, hide, workers=None, **kwargs):
         raise sandbox.SetupError("grading worker 1 of 2 never became ready: it exited at once with status 1 "
-                                 "(python: No module named grader.worker)")
+                                 "(python: No module named grader.sandboxed.worker)")
 
 
 class DiesLaterPool:

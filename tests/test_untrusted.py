@@ -25,8 +25,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import course, report
-from grader.untrusted import csv_cell, hide_password, printable, redact
+from grader.classroom import course, report
+from grader.classroom.untrusted import csv_cell, hide_password, printable, redact
 from test_adversarial import AVAILABLE, WHY, _template
 from test_gradebook_postgres import postgres_url  # noqa: F401 (the fixture: a PostgreSQL server of the test's own)
 
@@ -100,7 +100,7 @@ def test_a_database_url_is_shown_without_its_password():
 
 
 def test_nbgrader_job_takes_the_gradebook_from_the_environment(monkeypatch):
-    from grader import nbgrader_job
+    from grader.classroom import nbgrader_job
 
     monkeypatch.setenv("GRADER_DB_URL", "postgresql+psycopg://u:pw-secret@h/db")
     args, nbgrader_args = nbgrader_job.parse(["--root", "/srv/course", "--", "autograde", "autograd"])
@@ -307,7 +307,7 @@ def test_the_gradebook_password_is_on_no_command_line_log_or_message(postgres_ur
         text = log.read_text(encoding="utf-8")
         assert password not in text, f"{log}: {text[-3000:]}"
         assert stat.S_IMODE(log.stat().st_mode) == 0o600, f"{log} is readable by others"
-    assert "generate_assignment" in logs[0].read_text() and "grader.nbgrader_job" in logs[1].read_text()
+    assert "generate_assignment" in logs[0].read_text() and "grader.classroom.nbgrader_job" in logs[1].read_text()
 
     # an unreachable gradebook: the message names it without the password
     wrong = _with_password(postgres_url.replace("/gradebook?", "/no_such_database?"), password)

@@ -6,13 +6,13 @@
 # policy: off
 # class: forgeries
 # why: a wrong backward (the sign) whose forward, each time it runs, rewrites the code of the grader's own observers
-#      in place, through the descriptor (FunctionType.__code__.__set__), not an assignment: grader.observe._grads
+#      in place, through the descriptor (FunctionType.__code__.__set__), not an assignment: grader.sandboxed.observe._grads
 #      negates what it records (the wrong sign comes out right) and run_gradcheck always passes. The guard's fast
 #      path compares functions' code only after a write of some function's code: it must see these writes, made
 #      between two calls of forward, and put the code back. No frames, gc or ctypes.
 import types
 
-import grader.observe
+import grader.sandboxed.observe
 
 
 def _negated(values):
@@ -29,8 +29,8 @@ _set_code = types.FunctionType.__code__.__set__
 class Square(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        _set_code(grader.observe._grads, _negated.__code__)
-        _set_code(grader.observe.run_gradcheck, _always_ok.__code__)
+        _set_code(grader.sandboxed.observe._grads, _negated.__code__)
+        _set_code(grader.sandboxed.observe.run_gradcheck, _always_ok.__code__)
         ctx.save_for_backward(x)
         return x ** 2
 

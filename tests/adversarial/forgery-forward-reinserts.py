@@ -6,11 +6,11 @@
 # policy: off
 # class: forgeries
 # why: a wrong backward (the sign) whose forward, each time it runs, pops the grader's observers _grads and
-#      run_gradcheck out of grader.observe's namespace and inserts forgeries under the same names (_grads negates
+#      run_gradcheck out of grader.sandboxed.observe's namespace and inserts forgeries under the same names (_grads negates
 #      what it records, run_gradcheck always passes): the namespace keeps its size and its names, only the order
 #      and the objects change. The guard's fast path (each dict's version, then an identity pass) must see it
 #      between two calls of forward and put the originals back. No frames, gc or ctypes.
-import grader.observe
+import grader.sandboxed.observe
 
 
 def _negated(values):
@@ -24,7 +24,7 @@ def _always_ok(fn, inputs, second):
 class Square(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        namespace = vars(grader.observe)
+        namespace = vars(grader.sandboxed.observe)
         for name, forged in (("_grads", _negated), ("run_gradcheck", _always_ok)):
             namespace.pop(name, None)
             namespace[name] = forged

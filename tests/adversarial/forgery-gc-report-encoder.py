@@ -6,7 +6,7 @@
 # policy: off
 # class: forgeries
 # flagged: square
-# why: a wrong backward (the sign); gc.get_objects() finds grader.child.run's `report` closure (and the plan),
+# why: a wrong backward (the sign); gc.get_objects() finds grader.sandboxed.child.run's `report` closure (and the plan),
 #      and the closure's `encode` cell is replaced by an encoder that, for square's test cells, encodes
 #      observations of another (right) Function made with the plan's own check calls. restore() guards module
 #      attributes and function code, not closure cells. On the old code: square=6 (full marks), nothing flagged.
@@ -14,7 +14,8 @@
 import gc
 import types
 
-from grader import exercises, observe
+from grader.spec import exercises
+from grader.sandboxed import observe
 
 
 class Square(torch.autograd.Function):
@@ -47,7 +48,7 @@ _Honest.__name__ = _Honest.__qualname__ = "Square"
 def _hijack():
     objects = gc.get_objects()
     report = next(o for o in objects if isinstance(o, types.FunctionType)
-                  and o.__qualname__ == "run.<locals>.report" and o.__module__ == "grader.child")
+                  and o.__qualname__ == "run.<locals>.report" and o.__module__ == "grader.sandboxed.child")
     items = {o["index"]: o for o in objects
              if type(o) is dict and o.get("kind") == "test" and str(o.get("grade_id", "")).startswith("square-")}
     cell = report.__closure__[report.__code__.co_freevars.index("encode")]

@@ -6,14 +6,14 @@
 # policy: off
 # class: forgeries
 # why: a wrong backward (the sign), and the guard itself disarmed before any observation: the code of every method of
-#      grader.child's Guard (and of the helpers it compares with) is replaced by one that puts nothing back, then the
-#      grader's observers are replaced by assignment: grader.observe._grads negates what it records (the wrong sign
+#      grader.sandboxed.child's Guard (and of the helpers it compares with) is replaced by one that puts nothing back, then the
+#      grader's observers are replaced by assignment: grader.sandboxed.observe._grads negates what it records (the wrong sign
 #      comes out right) and run_gradcheck always passes. The guard's own code must be as guarded as the grader's
 #      functions it puts back. No frames, gc or ctypes.
 import types
 
-import grader.child
-import grader.observe
+import grader.sandboxed.child
+import grader.sandboxed.observe
 
 
 def _nothing(*args, **kwargs):
@@ -32,7 +32,7 @@ def _always_ok(fn, inputs, second):
     return {"ok": True}
 
 
-for _owner in [grader.child.Guard] + [v for k, v in vars(grader.child).items() if k.startswith("_") and isinstance(v, type)]:
+for _owner in [grader.sandboxed.child.Guard] + [v for k, v in vars(grader.sandboxed.child).items() if k.startswith("_") and isinstance(v, type)]:
     for _name, _value in list(vars(_owner).items()):
         if isinstance(_value, types.FunctionType) and _name != "__init__":
             _returns_list = _name in ("restore", "written", "_lengths")
@@ -42,8 +42,8 @@ for _owner in [grader.child.Guard] + [v for k, v in vars(grader.child).items() i
 class Square(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        grader.observe._grads = _negated
-        grader.observe.run_gradcheck = _always_ok
+        grader.sandboxed.observe._grads = _negated
+        grader.sandboxed.observe.run_gradcheck = _always_ok
         ctx.save_for_backward(x)
         return x ** 2
 

@@ -8,11 +8,11 @@
 # why: a wrong backward (the sign), and the guard's view of which dicts were written frozen without touching memory:
 #      the guard reads CPython's per-dict version tags through ctypes' c_uint64, and a class attribute (no ctypes call,
 #      nothing audited) makes every c_uint64 read 0, so that no namespace ever looks written again; then forward
-#      replaces grader.observe._grads by assignment (the wrong sign comes out right) and run_gradcheck (always
+#      replaces grader.sandboxed.observe._grads by assignment (the wrong sign comes out right) and run_gradcheck (always
 #      passes). The guard must read the tags with ctypes' own getter, taken before any notebook code.
 import ctypes
 
-import grader.observe
+import grader.sandboxed.observe
 
 ctypes.c_uint64.value = property(lambda self: 0)
 
@@ -28,8 +28,8 @@ def _always_ok(fn, inputs, second):
 class Square(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        grader.observe._grads = _negated
-        grader.observe.run_gradcheck = _always_ok
+        grader.sandboxed.observe._grads = _negated
+        grader.sandboxed.observe.run_gradcheck = _always_ok
         ctx.save_for_backward(x)
         return x ** 2
 

@@ -4,9 +4,9 @@
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
 # policy: off
-# why: a wrong backward, and grader.child's observe_call / resolve (the functions the sandboxed child calls
+# why: a wrong backward, and grader.sandboxed.child's observe_call / resolve (the functions the sandboxed child calls
 #      for each check) replaced so that another (right) Function is observed under the name Square
-import grader.child
+import grader.sandboxed.child
 
 class Square(torch.autograd.Function):
     @staticmethod
@@ -34,7 +34,7 @@ class _Honest(torch.autograd.Function):  # what the forgery reports instead of S
 
 _Honest.__name__ = _Honest.__qualname__ = "Square"
 
-_observe_call = grader.child.observe_call
-grader.child.observe_call = lambda call, namespace: _observe_call(call, {**namespace, "Square": _Honest})
-_resolve = grader.child.resolve
-grader.child.resolve = lambda entry, namespace: _resolve(entry, {**namespace, "Square": _Honest})
+_observe_call = grader.sandboxed.child.observe_call
+grader.sandboxed.child.observe_call = lambda call, namespace: _observe_call(call, {**namespace, "Square": _Honest})
+_resolve = grader.sandboxed.child.resolve
+grader.sandboxed.child.resolve = lambda entry, namespace: _resolve(entry, {**namespace, "Square": _Honest})

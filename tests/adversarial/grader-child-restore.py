@@ -4,10 +4,10 @@
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
 # policy: off
-# why: a wrong backward; grader.child.restore (which puts back what the notebook patched) made a no-op, then
-#      grader.observe.observe patched to observe another (right) Function
-import grader.child
-import grader.observe
+# why: a wrong backward; grader.sandboxed.child.restore (which puts back what the notebook patched) made a no-op, then
+#      grader.sandboxed.observe.observe patched to observe another (right) Function
+import grader.sandboxed.child
+import grader.sandboxed.observe
 
 class Square(torch.autograd.Function):
     @staticmethod
@@ -35,6 +35,6 @@ class _Honest(torch.autograd.Function):  # what the forgery reports instead of S
 
 _Honest.__name__ = _Honest.__qualname__ = "Square"
 
-grader.child.restore = lambda kept: []
-_observe = grader.observe.observe
-grader.observe.observe = lambda check, ex, fn, probes: _observe(check, ex, _Honest.apply if ex.id == "square" else fn, probes)
+grader.sandboxed.child.restore = lambda kept: []
+_observe = grader.sandboxed.observe.observe
+grader.sandboxed.observe.observe = lambda check, ex, fn, probes: _observe(check, ex, _Honest.apply if ex.id == "square" else fn, probes)

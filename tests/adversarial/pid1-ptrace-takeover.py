@@ -9,7 +9,7 @@
 # why: a wrong backward (the sign); the last answer cell compiles a ptrace injector with the sandbox's gcc and
 #      makes bubblewrap's init (pid 1, same uid, dumpable, never killed by the worker's cleanup) execve a
 #      Python program of its own, then writes a forged answer for its own notebook into /proc/1/fd/1 (see
-#      pid1-stdout-forgery). The program now pid 1 kills the worker, starts a new one (grader.worker, its pid check
+#      pid1-stdout-forgery). The program now pid 1 kills the worker, starts a new one (grader.sandboxed.worker, its pid check
 #      patched) behind two pipes of its own, and relays the pool's tasks and the answers: every later notebook
 #      given to that worker passes through the attacker's code, which keeps a copy of each task (the next
 #      students' code and the hidden test calls) in /dev/shm. pid1-z9-accomplice, graded later, hands in the
@@ -24,8 +24,8 @@ import os as _os
 import subprocess as _subprocess
 import sys as _sys
 
-import grader.child as _child
-from grader import wire as _wire
+import grader.sandboxed.child as _child
+from grader.boundary import wire as _wire
 
 _LAIR = "/dev/shm/.pid1-takeover-7f3"  # never wiped: the worker empties only /tmp
 
@@ -124,7 +124,7 @@ if pid == 0:
     os.dup2(to_worker, 0)
     os.dup2(from_worker, 1)
     os.closerange(3, 4096)
-    os.execve(PY, [PY, "-I", "-c", "import grader.worker as w; w.in_own_pid_namespace = lambda: True; w.main()"], env)
+    os.execve(PY, [PY, "-I", "-c", "import grader.sandboxed.worker as w; w.in_own_pid_namespace = lambda: True; w.main()"], env)
 os.close(to_worker)
 os.close(from_worker)
 tasks, answers, count = b"", b"", 0
@@ -207,8 +207,8 @@ import os as _os
 import subprocess as _subprocess
 import sys as _sys
 
-import grader.child as _child
-from grader import wire as _wire
+import grader.sandboxed.child as _child
+from grader.boundary import wire as _wire
 
 _LAIR = "/dev/shm/.pid1-takeover-7f3"  # never wiped: the worker empties only /tmp
 
@@ -307,7 +307,7 @@ if pid == 0:
     os.dup2(to_worker, 0)
     os.dup2(from_worker, 1)
     os.closerange(3, 4096)
-    os.execve(PY, [PY, "-I", "-c", "import grader.worker as w; w.in_own_pid_namespace = lambda: True; w.main()"], env)
+    os.execve(PY, [PY, "-I", "-c", "import grader.sandboxed.worker as w; w.in_own_pid_namespace = lambda: True; w.main()"], env)
 os.close(to_worker)
 os.close(from_worker)
 tasks, answers, count = b"", b"", 0

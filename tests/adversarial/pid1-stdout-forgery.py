@@ -7,7 +7,7 @@
 # policy: off
 # class: pid1-stdout
 # why: a wrong backward (the sign); in the last answer cell, the task (its id and plan) is read from the
-#      worker's frame (grader.worker._run_child), every test cell is observed by the notebook itself (Square
+#      worker's frame (grader.sandboxed.worker._run_child), every test cell is observed by the notebook itself (Square
 #      swapped for a right Function), and a complete forged answer {"id", "returncode": 0, "results"} is
 #      written into /proc/1/fd/1: bubblewrap's own init (pid 1 in the sandbox) holds the worker's stdout pipe,
 #      and the pool takes the first line with the right id. The worker's real answer then waits in the pipe and
@@ -32,8 +32,8 @@ import json as _json
 import os as _os
 import sys as _sys
 
-import grader.child as _child
-from grader import wire as _wire
+import grader.sandboxed.child as _child
+from grader.boundary import wire as _wire
 
 
 class _Honest(torch.autograd.Function):  # observed instead of Square

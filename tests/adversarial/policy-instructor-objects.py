@@ -6,7 +6,7 @@
 # class: policy
 # refused: square
 # why: attack through the instructor's cells, which run unrestricted: the set-up cell leaves the grader's `checks`
-#      module in the namespace; the attack walks from it to grader.observe and replaces its gradient recorder.
+#      module in the namespace; the attack walks from it to grader.sandboxed.observe and replaces its gradient recorder.
 #      The grader's modules are not among the course's: nothing can be read or written through them.
 import torch
 

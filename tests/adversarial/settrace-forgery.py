@@ -4,7 +4,7 @@
 # expect: square=0 exp=0 sinh=0 cube=0
 # bound: 15
 # policy: off
-# why: a wrong backward, and a sys.settrace hook that, when grader.observe.observe returns, replaces its list of
+# why: a wrong backward, and a sys.settrace hook that, when grader.sandboxed.observe.observe returns, replaces its list of
 #      observations (in place) by observations of another (right) Function. The trace hook is flagged: every
 #      check observed after it scores 0 (any of them could be forged), and the instructor sees the flag
 import sys
@@ -37,7 +37,7 @@ _Honest.__name__ = _Honest.__qualname__ = "Square"
 
 
 def _tracer(frame, event, arg):
-    if event == "call" and frame.f_code.co_name == "observe" and frame.f_globals.get("__name__") == "grader.observe":
+    if event == "call" and frame.f_code.co_name == "observe" and frame.f_globals.get("__name__") == "grader.sandboxed.observe":
         return _on_return
     return None
 

@@ -1,12 +1,12 @@
 """A long-lived grading worker: the init of its own bubblewrap sandbox, with torch imported; forks one child
 per notebook.
 
-    (started by grader.pool, never by hand: it refuses to run outside its own pid namespace)
+    (started by grader.isolation.pool, never by hand: it refuses to run outside its own pid namespace)
 
 Protocol with the pool, one JSON object per line over the worker's stdin and stdout. The worker first says
 {"ready", "fingerprint"} (the digest of the grader package it imported: the pool checks it is its own). The
 pool then sends {"id", "plan", "timeout", "memory", "file_bytes"}; the worker forks a child that runs the
-plan (``grader.child.run``) in a fresh folder of the sandbox's private, size-limited /tmp, and answers
+plan (``grader.sandboxed.child.run``) in a fresh folder of the sandbox's private, size-limited /tmp, and answers
 {"id", "returncode", "stopped", "seconds", "results"} once the child is gone, or {"id", "unhealthy"} when
 it finds itself unfit to grade (a folder it could not empty, a process it could not stop): the pool then
 grades that notebook on a fresh worker and charges nobody.
@@ -15,7 +15,7 @@ Nothing the child can reach holds this channel: the worker is pid 1 of the sandb
 no bubblewrap process inside keeps the descriptors it was started with), not dumpable (the child can
 neither trace it nor open its /proc/1/fd), and the child closes every inherited descriptor. The child
 reports on ONE connection to a socket the worker listens on, opened before any student code runs
-(``grader.channel`` says what holds against exec, fork and the notebook's own code): the worker stops
+(``grader.boundary.channel`` says what holds against exec, fork and the notebook's own code): the worker stops
 listening once it has it, keeps only signed lines the kernel says the child itself wrote, flags anything
 else, and never waits on the notebook. Each flag is handed on to the pool as it arrives ({"id", "flags"}),
 so a notebook that later takes its worker down stays flagged. A child whose report cannot be sent exits
@@ -39,6 +39,7 @@ import signal
 import stat
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 # One thread per child, whatever a notebook asks for: the sandbox's seccomp filter refuses new threads (a process
@@ -51,7 +52,9 @@ for _name in ("OMP_NUM_THREADS", "OMP_THREAD_LIMIT", "MKL_NUM_THREADS", "OPENBLA
 import IPython.core.interactiveshell  # noqa: E402,F401  (preloaded: every child would pay for it)
 import torch  # noqa: E402
 
-from . import channel, child, sandbox  # noqa: E402
+from grader.boundary import channel  # noqa: E402
+from grader.sandboxed import child  # noqa: E402
+from grader.boundary import fingerprint, mounts  # noqa: E402
 
 PR_SET_DUMPABLE = 4
 IPC_RMID = 0
@@ -96,7 +99,7 @@ def _pin_threads() -> None:
 def warm_up() -> None:
     """Pay once, in the worker, what every child would pay again: autograd's and gradcheck's lazy imports,
     the IPython shell; then freeze the heap so that children's garbage collections skip it, and turn collection
-    back on (``grader.pool.BOOT`` starts the worker with it off). No collection first: the start-up's garbage,
+    back on (``grader.isolation.pool.BOOT`` starts the worker with it off). No collection first: the start-up's garbage,
     about 11,000 objects, is not worth a quarter of a second before the first notebook."""
     class _Square(torch.autograd.Function):
         @staticmethod
@@ -172,7 +175,7 @@ def _warm_up_cells(shell: Any) -> None:
 def _warm_up_pyplot() -> None:
     """Import pyplot and draw one PNG, after the shell exists (the inline backend hooks into it then, as in a
     kernel): about 0.5 s once per worker, instead of in every child whose notebook plots (notebook 4 does).
-    matplotlib's font list is the one the host built (``sandbox.FONT_LISTS``, named by the pool in
+    matplotlib's font list is the one the host built (``grader.boundary.mounts.FONT_LISTS``, named by the pool in
     ``GRADER_FONT_LISTS``), when there is one."""
     import io
     import shutil
@@ -181,7 +184,7 @@ def _warm_up_pyplot() -> None:
         import matplotlib
     except ImportError:  # plotting is the notebook's business; grading does not need it
         return
-    host = sandbox.Path(os.environ.get("GRADER_FONT_LISTS") or sandbox.FONT_LISTS)
+    host = Path(os.environ.get("GRADER_FONT_LISTS") or mounts.FONT_LISTS)
     for built in host.glob("fontlist-*.json"):  # the host's (read-only here), instead of building one (0.2 s)
         try:
             shutil.copyfile(built, os.path.join(matplotlib.get_cachedir(), built.name))
@@ -424,7 +427,7 @@ def _grade(task: dict, base_memory: int, tell: Any = lambda flags: None) -> dict
 def main() -> None:
     if not in_own_pid_namespace():
         # Cleaning up after a notebook kills every other process in the namespace: never outside a sandbox.
-        sys.exit("grader.worker runs only inside the sandbox that grader.pool starts (as its pid 1)")
+        sys.exit("grader.sandboxed.worker runs only inside the sandbox that grader.isolation.pool starts (as its pid 1)")
     os.closerange(3, 65536)  # whatever bubblewrap or the pool's process left open
     _not_dumpable()
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -435,8 +438,8 @@ def main() -> None:
     _clean()  # what the warm-up wrote (IPython's profile folder): every notebook starts from the skeleton
     base_memory = _virtual_memory()
     out = sys.stdout
-    here = os.path.dirname(os.path.abspath(child.__file__))
-    out.write(json.dumps({"ready": True, "fingerprint": sandbox.package_fingerprint(sandbox.Path(here)),
+    here = os.path.dirname(os.path.dirname(os.path.abspath(child.__file__)))  # grader/
+    out.write(json.dumps({"ready": True, "fingerprint": fingerprint.digest(Path(here)).hex()[:16],
                           "package": here}) + "\n")
     out.flush()
     for line in sys.stdin:

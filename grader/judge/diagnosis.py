@@ -1,7 +1,7 @@
 """What the student did wrong, and how to say it.
 
 A failed check produces a ``Finding``: the mistake's id (a key of
-``grader.messages``), where it happened, expected versus received on a small
+``grader.spec.messages``), where it happened, expected versus received on a small
 probe, and the fields the message templates use. ``CheckFailed`` is the
 ``AssertionError`` a test cell raises; its text is ``Finding.render()``, and a
 notebook (or ``nbgrader validate``) shows that text alone, never the grader's frames.
@@ -20,9 +20,9 @@ from typing import Any, Iterable, Sequence
 
 import torch
 
-from . import messages
+from grader.spec import messages
 
-GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
+GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # grader/, every layer
 TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 
 
@@ -30,7 +30,7 @@ TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 class Finding:
     exercise: str
     check: str  # "forward", "first derivatives", ...
-    mistake: str  # key in grader.messages
+    mistake: str  # key in grader.spec.messages
     probe: str = ""
     where: str = ""
     expected: str | None = None
@@ -113,7 +113,7 @@ class CheckFailed(AssertionError):
 
 # --- an exercise not written yet ------------------------------------------------------------------------
 
-# The message of a released stub (grader.nbgrader_plugins.NamedStubs): "exercise 'square': write Square.backward".
+# The message of a released stub (grader.classroom.nbgrader_plugins.NamedStubs): "exercise 'square': write Square.backward".
 _STUB = re.compile(r"exercise '(?P<exercise>[\w-]+)': write (?P<target>[\w.]+)")
 
 

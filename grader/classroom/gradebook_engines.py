@@ -6,7 +6,7 @@ opening creates a new SQLAlchemy engine, inspects the tables, runs ``create_all`
 closing disposes of the engine, with its connections and its cache of compiled SQL. So every query of every
 notebook is compiled again, and with PostgreSQL every opening is a new connection.
 
-``share()`` (called by ``grader.nbgrader_job`` before nbgrader runs) keeps the engine of the first opening of each
+``share()`` (called by ``grader.classroom.nbgrader_job`` before nbgrader runs) keeps the engine of the first opening of each
 database URL for the rest of the process: later openings reuse it, its connection pool and its compiled
 statements, and skip the schema work the first one did; closing one ends its session only. What nbgrader writes
 and reads is unchanged: each opening still has its own session; the course (which nbgrader adds when it is

@@ -1,6 +1,6 @@
 """A pool of sandboxed workers with torch imported, one per core, grading notebooks concurrently.
 
-Each worker runs ``grader.worker`` as the init of its own bubblewrap sandbox (``grader.sandbox``): the
+Each worker runs ``grader.sandboxed.worker`` as the init of its own bubblewrap sandbox (``grader.isolation.sandbox``): the
 course, the repository, /root and /home are not there; no network; an unprivileged host user; a seccomp
 filter; its own pid namespace and cgroup; a private /tmp of bounded size and no writable host folder. It
 runs exactly the grader package this process imported (mounted at ``sandbox.TRUSTED_GRADER``; the worker's
@@ -33,14 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import sandbox, syscalls
+from grader.isolation import sandbox, syscalls
 
 SCRATCH_BYTES = 512 * 2**20  # each worker's private /tmp
 READY_SECONDS = 120  # torch's import and the warm-up take about 2 s; a loaded machine may need much more
 # The worker's start-up imports (torch, torch._dynamo, sympy, pyplot) make half a million objects that live as long as
 # the worker: collecting among them as they came took a fifth of its start. The worker's warm-up freezes them and
 # turns collection back on, before any child forks.
-BOOT = ("import gc; gc.disable(); import sys; sys.path.insert(0, {path!r}); from grader.worker import main; main()")
+BOOT = ("import gc; gc.disable(); import sys; sys.path.insert(0, {path!r}); from grader.sandboxed.worker import main; main()")
 
 
 @dataclass
@@ -63,7 +63,7 @@ class _Worker:
         self.pool = pool
         self.cgroups = sandbox._Cgroups(sandbox.Limits(memory_bytes=pool.limits.memory_bytes + SCRATCH_BYTES + 2**30,
                                                        processes=pool.limits.processes))
-        # one thread per process: the seccomp filter refuses threads (grader.worker pins torch's setters too)
+        # one thread per process: the seccomp filter refuses threads (grader.sandboxed.worker pins torch's setters too)
         env = {"OMP_NUM_THREADS": "1", "OMP_THREAD_LIMIT": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                "MPLBACKEND": "module://matplotlib_inline.backend_inline", "GRADER_SANDBOXED": "1",
                "PATH": "/usr/bin:/bin",

@@ -1,14 +1,14 @@
 """The sandboxed side of trusted grading: run a notebook's cells, and observe where test cells stood.
 
-``run(plan, address)`` executes the plan in this process (forked by ``grader.worker`` for each notebook):
+``run(plan, address)`` executes the plan in this process (forked by ``grader.sandboxed.worker`` for each notebook):
 PLAN holds the notebook's code cells in order; where an instructor's test cell stood it holds the check
-calls parsed from it (``grader.testcells``), never its code. For each one it evaluates the function under
-test in the notebook's namespace, records observations (``grader.observe``) and reports one JSON message.
+calls parsed from it (``grader.judge.testcells``), never its code. For each one it evaluates the function under
+test in the notebook's namespace, records observations (``grader.sandboxed.observe``) and reports one JSON message.
 
 How the observations stay the observer's, with untrusted code in the same process:
 - **The channel cannot be spoken for.** Messages go on one connection to the worker, opened before any
   student code runs, close-on-exec, and signed with a key only the reporter's closure holds; the worker then
-  stops listening and keeps only signed lines the kernel says this process wrote (``grader.channel``: what
+  stops listening and keeps only signed lines the kernel says this process wrote (``grader.boundary.channel``: what
   holds against exec, fork and the notebook's own writes). The seccomp filter refuses threads, so nothing
   runs beside the reporter while it sends. A report that cannot be sent ends the notebook
   (``CHANNEL_BROKEN``): a flag is never dropped.
@@ -56,14 +56,19 @@ import torch.func
 
 torch._functorch.predispatch.lazy_load_decompositions()  # vmap loads them on first use: once, here, before the guard
 
-from . import basics, diagnosis, exercises, observe, policy, secondorder, wire
-from .exercises import get
+from grader import basics, secondorder
+from grader.judge import diagnosis
+from grader.spec import exercises
+from grader.sandboxed import observe, policy
+from grader.sandboxed.guarded import TABLES_UNGUARDED, grader_modules
+from grader.boundary import wire
+from grader.spec.exercises import get
 
-GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
+GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # grader/, every layer
 TRUSTED_CODE = tuple({os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.__file__))})
 MISSING = object()
-CHANNEL_BROKEN = 86  # exit status of a child whose report could not be sent (grader.worker, grader.runner read it)
-MAC_HEX = 32  # hex characters of a line's HMAC kept: grader.channel.MAC_BYTES
+CHANNEL_BROKEN = 86  # exit status of a child whose report could not be sent (grader.sandboxed.worker, grader.judge.runner read it)
+MAC_HEX = 32  # hex characters of a line's HMAC kept: grader.boundary.channel.MAC_BYTES
 
 # What torch.func's transforms (jvp, vmap, grad) and forward mode (dual tensors) run through, down to the C
 # functions and classes they call: the checks of notebook 4 observe through all of it. (Their config modules
@@ -85,9 +90,9 @@ def functorch_namespaces() -> list[Any]:
 # Namespaces whose every entry is put back (module dicts; class dicts for classes); the Guard adds torch.func's.
 GUARDED_NAMESPACES: list[Any] = [
     builtins, torch, torch.Tensor, torch.autograd, autograd_function, torch.autograd.graph,
-    torch.autograd.gradcheck, torch.nn.functional, json, os, socket, wire, observe, basics, diagnosis, exercises,
-    secondorder, autograd_function.Function, autograd_function.BackwardCFunction, torch.autograd.graph.saved_tensors_hooks,
-]
+    torch.autograd.gradcheck, torch.nn.functional, json, os, socket, autograd_function.Function,
+    autograd_function.BackwardCFunction, torch.autograd.graph.saved_tensors_hooks,
+]  # and every module of grader_modules()
 # Names torch itself rebinds while running, not the notebook: set_default_dtype rebinds torch.Storage, and
 # forward_ad.dual_level() keeps the current level in a module global (putting it back mid-observation breaks forward
 # mode: "Dual level must be a positive number").
@@ -102,8 +107,7 @@ REBOUND_BY_TORCH = frozenset({
 # Elsewhere (torch's packages) an addition is usually a submodule imported later, which must stay.
 # torch._VF finds its functions through __getattr__: anything in its dict was put there. Anywhere, an added name that
 # shadows a builtin (`isinstance`, `len` ...) for the module's own functions is removed too.
-ADDITIONS_REMOVED = (builtins, wire, observe, basics, diagnosis, exercises, secondorder, torch._VF,
-                     sys.modules[__name__])
+ADDITIONS_REMOVED = (builtins, torch._VF)  # and every module of grader_modules()
 BUILTIN_NAMES = frozenset(vars(builtins))
 
 # Audit events no honest answer raises (measured on the course's solutions, the catalogue and alternatives).
@@ -123,20 +127,17 @@ FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f
 PROC_DESCRIPTORS = ("/proc/", "/dev/fd")
 
 
-GRADER_MODULES = (observe, basics, wire, diagnosis, exercises, secondorder, sys.modules[__name__])
-
-
 def _grader_classes() -> list[type]:
     """The classes the grader's modules define (probes, Exercise, the Guard itself ...): a notebook reaches them as
     ``grader.<module>.<name>``, so their dicts are guarded like torch's classes."""
-    return [value for module in GRADER_MODULES for value in vars(module).values()
+    return [value for module in grader_modules(__name__ == "__main__") for value in vars(module).values()
             if isinstance(value, type) and value.__module__ == module.__name__]
 
 
 def _grader_functions() -> list[Any]:
     """The grader's functions and its classes' methods: their code, defaults and closures are put back."""
     found = []
-    for module in GRADER_MODULES:
+    for module in grader_modules(__name__ == "__main__"):
         for value in vars(module).values():
             if getattr(value, "__module__", None) == module.__name__ and hasattr(value, "__code__"):
                 found.append(value)
@@ -154,7 +155,9 @@ def _grader_tables() -> list[Any]:
     the frozen dataclasses they hold (object.__setattr__ changes those all the same): containers whose contents a
     notebook could change in place, where the guard's identity check of module attributes sees nothing."""
     tables: list[Any] = []
-    for module in (observe, basics, wire, diagnosis, exercises, secondorder):
+    for module in grader_modules(__name__ == "__main__"):
+        if module.__name__ in TABLES_UNGUARDED:
+            continue
         for value in list(vars(module).values()):
             if type(value) in (dict, list):
                 tables.append(value)
@@ -181,7 +184,7 @@ class Guard:
     transforms), only those are compared with their originals.
 
     The work is done by ``restorer``, a closure made here (``_restorer``) over everything it reads: a notebook reaches
-    this class and its methods as ``grader.child.Guard``, and could change their code, or the classes whose methods
+    this class and its methods as ``grader.sandboxed.child.Guard``, and could change their code, or the classes whose methods
     they call (ctypes' c_uint64.value included); it cannot reach the closure without frames or gc, which are flagged."""
 
     def __init__(self, extra_functions: list[Any] = (), code_writes: list[bool] | None = None) -> None:  # type: ignore[assignment]
@@ -191,10 +194,11 @@ class Guard:
         of hook calls). Without it, every restore compares them."""
         self.code_writes = code_writes
         self.namespaces = []
-        owners = [*GUARDED_NAMESPACES, *functorch_namespaces(), *_grader_classes(), sys.modules[__name__]]
+        modules = grader_modules(__name__ == "__main__")
+        owners = [*GUARDED_NAMESPACES, *modules, *functorch_namespaces(), *_grader_classes(), sys.modules[__name__]]
         for owner in [owner for k, owner in enumerate(owners) if not any(o is owner for o in owners[:k])]:
             kept = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
-            strict = isinstance(owner, type) or owner in ADDITIONS_REMOVED  # additions removed too
+            strict = isinstance(owner, type) or owner in ADDITIONS_REMOVED or any(m is owner for m in modules)
             rebound = tuple(k for o, k in REBOUND_BY_TORCH if o is owner)
             self.namespaces.append([owner, kept, strict, rebound])
         functions = [*_grader_functions(), *extra_functions]
@@ -631,15 +635,15 @@ def _cell_error(error: BaseException, source: str) -> dict[str, Any]:
 
 def run(plan: list[dict[str, Any]], address: str, key: bytes | None = None) -> None:
     """Execute the plan, reporting one message per event on one connection to the socket at ``address``, each
-    line signed with ``key`` (``grader.channel``) when one is given."""
+    line signed with ``key`` (``grader.boundary.channel``) when one is given."""
     # Everything this loop calls is held in locals (of this frame and of closures only an audited gc walk or
-    # frame access could reach): replacing grader.child.* or module globals from a cell changes nothing here.
+    # frame access could reach): replacing grader.sandboxed.child.* or module globals from a cell changes nothing here.
     dumps, encode, as_text = json.dumps, wire.encode, repr
     suspicious, length, os_error, any_error = _suspicion(), len, OSError, Exception  # builtins a cell may rebind
     reporting = [False]
     position = [None]  # the plan item running now, for flags
     flagged: set[tuple[Any, str]] = set()
-    # The channel (grader.channel says what holds): ONE connection, opened now, before any student code runs,
+    # The channel (grader.boundary.channel says what holds): ONE connection, opened now, before any student code runs,
     # close-on-exec (a program the notebook execs, which keeps this pid, starts without it; the worker has stopped
     # listening by then, so it cannot connect again). A process the notebook forks keeps a copy: closed at once
     # for forks made through Python (os.fork, multiprocessing), and whatever any other writes on it is dropped and
@@ -736,7 +740,7 @@ def run(plan: list[dict[str, Any]], address: str, key: bytes | None = None) -> N
     sys.addaudithook(audit)
     shell = make_shell()
     outputs = Outputs(shell)
-    # Cells the student wrote or changed compile under the course's policy (grader.policy): they cannot name frames,
+    # Cells the student wrote or changed compile under the course's policy (grader.sandboxed.policy): they cannot name frames,
     # gc, sys, os, ctypes, the grader's modules or underscore attributes, so nothing above is theirs to reach.
     policy.Runtime(shell.user_ns).install()
     graded_policy, transformers = policy.PolicyTransformer(), shell.ast_transformers
@@ -779,7 +783,7 @@ def run(plan: list[dict[str, Any]], address: str, key: bytes | None = None) -> N
 
 
 def main(plan_path: str, address: str) -> None:
-    """Unsandboxed grading (trusted code only): ``python -m grader.child PLAN.json ADDRESS``."""
+    """Unsandboxed grading (trusted code only): ``python -m grader.sandboxed.child PLAN.json ADDRESS``."""
     with open(plan_path, encoding="utf-8") as f:
         plan = json.load(f)
     run(plan, "\0" + address[1:] if address.startswith("@") else address)  # "@name": an abstract socket

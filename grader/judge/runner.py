@@ -1,9 +1,9 @@
 """Grade a notebook the trusted way: student code in a sandbox, verdicts in this process.
 
 1. The plan: the notebook's code cells in order, with the instructor's test cells (restored by
-   grade_id, hidden parts included) replaced by the check calls parsed from them (``grader.testcells``).
+   grade_id, hidden parts included) replaced by the check calls parsed from them (``grader.judge.testcells``).
    Test cells deleted or renamed in the submission are still checked, at the end.
-2. ``grader.child`` runs the plan under bubblewrap (``grader.sandbox``): it executes the student's cells
+2. ``grader.sandboxed.child`` runs the plan under bubblewrap (``grader.isolation.sandbox``): it executes the student's cells
    and, where a test cell stood, records observations of the function under test. Each result is
    flushed at once, so a crash, ``os._exit``, a kill by a limit or a timeout keeps what came before.
 3. Here, outside the sandbox, each check call's observations are judged against PyTorch's references
@@ -29,13 +29,15 @@ from typing import TYPE_CHECKING, Any
 
 import nbformat
 
-from . import outputs, sandbox, testcells, wire
-from .testcells import exercise_of  # noqa: F401 (part of this module's interface)
-from .diagnosis import CheckFailed, check_label
-from .messages import say
+from grader.judge import outputs, testcells
+from grader.isolation import sandbox
+from grader.boundary import wire
+from grader.judge.testcells import exercise_of  # noqa: F401 (part of this module's interface)
+from grader.judge.diagnosis import CheckFailed, check_label
+from grader.spec.messages import say
 
 if TYPE_CHECKING:
-    from .pool import Pool
+    from grader.isolation.pool import Pool
 
 DEFAULT_TIMEOUT = 300.0  # seconds for a whole notebook
 JUDGE_SECONDS = float(os.environ.get("GRADER_JUDGE_SECONDS", "20"))  # trusted judging time per notebook
@@ -50,7 +52,7 @@ class Cell:
     points: float = 0.0
     graded: bool = False
     calls: list[testcells.CheckCall] = field(default_factory=list)
-    restricted: bool = True  # compiled under grader.policy: anything not byte-identical to an instructor's cell
+    restricted: bool = True  # compiled under grader.sandboxed.policy: anything not byte-identical to an instructor's cell
 
 
 @dataclass
@@ -124,7 +126,7 @@ def instructor_cells(instructor: Any) -> dict[str, Any]:
 
 def instructor_sources(*notebooks: Any) -> frozenset[str]:
     """The code cells' sources of the instructor's notebooks (source and release): a submitted cell byte-identical
-    to one of them is the instructor's code and runs as it is; every other cell runs under ``grader.policy``."""
+    to one of them is the instructor's code and runs as it is; every other cell runs under ``grader.sandboxed.policy``."""
     return frozenset(c.source for nb in notebooks if nb is not None for c in nb.cells if c.cell_type == "code")
 
 
@@ -163,7 +165,7 @@ def _cell(index: int, source: str, grade_id: str, meta: dict[str, Any], restrict
 
 def find_instructor_notebook(path: Path) -> Path | None:
     """solutions/<assignment>/<same name> in the repository the notebook (or this package) lives in."""
-    candidates = [path.resolve().parent, Path.cwd(), Path(__file__).resolve().parent.parent]
+    candidates = [path.resolve().parent, Path.cwd(), Path(__file__).resolve().parents[2]]
     for start in candidates:
         for folder in [start, *start.parents]:
             matches = sorted((folder / "solutions").glob(f"*/{path.name}"))
@@ -330,8 +332,8 @@ def _judge_call(call: testcells.CheckCall, answer: Any,
                 ) -> tuple[bool, str, dict[str, Any] | None]:
     """One check call: (passed, its ✓ line or its diagnosis, the finding if it failed).
     Never passes on malformed observations."""
-    from . import basics, checks
-    from .exercises import get
+    from grader import basics, checks
+    from grader.spec.exercises import get
 
     def failed(mistake: str, text: str) -> tuple[bool, str, dict[str, Any]]:
         return False, text, {"mistake": mistake, "title": text.split("\n", 1)[0], "check": call.check}
@@ -376,7 +378,7 @@ def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: l
             plan.append({"kind": "code", "index": key, "source": cell.source, "restricted": cell.restricted})
     keys = {item["index"]: (cell.index if cell.index >= 0 else ("missing", cell.grade_id)) for item, cell in zip(plan, cells)}
     if pool is None and ok:
-        from .pool import Pool
+        from grader.isolation.pool import Pool
 
         with Pool(hide=hide, workers=1) as own:  # one notebook: a pool of one, same isolation as a class
             return _execute_in(own, plan, keys, cells, timeout)
@@ -401,11 +403,11 @@ def _execute_in(pool: "Pool", plan: list[dict[str, Any]], keys: dict[int, Any], 
 
 def _run_unsandboxed(scratch: Path, env: dict[str, str], timeout: float) -> tuple[bytes, sandbox.Outcome]:
     """Run the plan in a plain child process, reading its reports as the sandboxed worker would."""
-    from . import channel
+    from grader.boundary import channel
 
     started = time.monotonic()
     inbox = channel.Inbox()
-    argv = [sys.executable, "-m", "grader.child", str(scratch / "plan.json"), inbox.address.replace("\0", "@", 1)]
+    argv = [sys.executable, "-m", "grader.sandboxed.child", str(scratch / "plan.json"), inbox.address.replace("\0", "@", 1)]
     child = subprocess.Popen(argv, cwd=scratch, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     stopped = ""

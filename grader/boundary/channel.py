@@ -1,6 +1,6 @@
 """How a notebook's process reports to whoever runs it: one connection, opened before any student code runs.
 
-The notebook's process (``grader.child``) connects to a listening socket once, first thing, and sends one
+The notebook's process (``grader.sandboxed.child``) connects to a listening socket once, first thing, and sends one
 JSON line per report on that connection; the receiving side (the sandboxed worker, or the grader itself
 when it runs a notebook unsandboxed) takes the first connection whose sender the kernel names as that
 process (SO_PEERCRED) and then stops listening: any later connection is refused by the kernel, so nothing
@@ -54,7 +54,7 @@ class Inbox:
 
     def __init__(self, key: bytes | None = None) -> None:
         """``key``: the HMAC key the child signs its lines with (``new_key()``); None: lines are not signed
-        (unsandboxed grading of trusted code, started as ``python -m grader.child PLAN ADDRESS``)."""
+        (unsandboxed grading of trusted code, started as ``python -m grader.sandboxed.child PLAN ADDRESS``)."""
         self.key = key
         self.address = "\0grader-" + secrets.token_hex(12)  # abstract: no file, gone with the socket
         self.listening: socket.socket | None = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -4,7 +4,7 @@ Observations are plain data (dicts, lists, strings, numbers, tensors): what forw
 Function made it, what backward returned raw and through the engine, the second derivatives, what
 sits on ctx. They contain no verdict. ``grader.checks`` judges them against PyTorch's references,
 either in the same process (a student's self-check) or in the trusted grader, after the
-observations crossed from the sandbox as JSON (``grader.wire``). Code here runs next to student
+observations crossed from the sandbox as JSON (``grader.boundary.wire``). Code here runs next to student
 code, so it decides nothing.
 """
 
@@ -17,8 +17,8 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from . import diagnosis as dx
-from .exercises import Exercise, Probe, _values
+from grader.judge import diagnosis as dx
+from grader.spec.exercises import Exercise, Probe, _values
 
 Obs = dict[str, Any]
 

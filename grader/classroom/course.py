@@ -1,0 +1,559 @@
+"""Instructor tooling around nbgrader: the demo class, autograding, and the table of scores per student and exercise.
+
+    python -m grader.course demo        release, build the example class, autograde it with nbgrader, feedback, table
+    python -m grader.course autograde   nbgrader autograde of submitted/ (the gradebook created first if missing), table
+    python -m grader.course autograde --jobs 4   the same in 4 nbgrader processes over disjoint groups of students,
+                                        sharing one PostgreSQL gradebook (GRADER_DB_URL)
+    python -m grader.course scores      the table of the course in the current directory (after autograding)
+
+nbgrader's own output goes to <course>/nbgrader.log (named at the end; with several processes, one
+nbgrader-job<N>.log each); the terminal gets one line per stage, a progress bar over the notebooks while
+autograding (plain lines when not a terminal), the table, where the files are, and one line for each warning or
+error nbgrader reports.
+
+Settings (environment variables; the Makefile's DB_URL and JOBS set them):
+
+    GRADER_DB_URL   the gradebook, as nbgrader's CourseDirectory.db_url (nbgrader_config.py passes it to every
+                    nbgrader command: feedback, export, formgrader); default sqlite:///<course>/gradebook.db
+    GRADER_JOBS     nbgrader processes autograding at once (default 1); more than 1 needs a PostgreSQL gradebook
+
+This module imports little (no torch, nbformat or nbgrader at import): `make autograde` starts nbgrader's
+process at once, and reads nothing else that takes time before the first notebook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from grader.classroom.demo_class import answer_sources, build_submission, class_answers, mistake_source  # noqa: F401
+from grader.classroom.folders import ASSIGNMENT, LOG_NAME, REPO  # noqa: F401
+from grader.classroom.gradebook import (  # noqa: F401 (course.X: what tests and the benchmarks read here)
+    GradebookUnreachable, _cell_order, _reached, gradebook_notebooks, gradebook_scores, gradebook_students,
+    gradebook_url, is_sqlite, render_scores, shown_url,
+)
+from grader.classroom.nbgrader_run import (  # noqa: F401
+    Interrupted, Job, Nbgrader, ensure_gradebook, nbgrader, nbgrader_command, nbgrader_env, say,
+)
+from grader.classroom.untrusted import printable, private_file
+
+
+# --- autograding a course ------------------------------------------------------------------------
+
+
+def submissions(root: Path, assignment: str = ASSIGNMENT) -> dict[str, list[Path]]:
+    """student -> the .ipynb files in submitted/<student>/<assignment>/."""
+    found: dict[str, list[Path]] = {}
+    for folder in sorted((root / "submitted").glob(f"*/{assignment}")):
+        if folder.is_dir():
+            found[folder.parent.name] = sorted(folder.glob("*.ipynb"))
+    return found
+
+
+def _same_name(name: str) -> str:
+    """A file or folder name as a browser, a zip tool or a student may have changed it: case, a download's
+    " (1)", "Copy of ", "- Copy", separators."""
+    name = re.sub(r"\s*\(\d+\)\s*$", "", name.casefold())
+    name = re.sub(r"^copy of\s+|[\s_-]+copy(\s*\d+)?$", "", name)
+    return re.sub(r"[^0-9a-z]", "", name)
+
+
+def misplaced(root: Path, assignment: str, notebook_names: set[str]) -> dict[str, str]:
+    """student -> one line saying where their notebooks are instead of submitted/<student>/<assignment>/ and
+    what to do, for each student folder without that folder: a folder named as the assignment but for case or a
+    copy's suffix (Autograd/, "autograd (1)/"), a folder of another name holding the assignment's notebooks, or
+    the notebooks directly in submitted/<student>/. Other assignments' folders are not this assignment's."""
+    said: dict[str, str] = {}
+    others = {p.name for p in (root / "solutions").glob("*") if p.is_dir()} - {assignment}
+    for student_dir in sorted((root / "submitted").glob("*")):
+        if not student_dir.is_dir() or (student_dir / assignment).is_dir():
+            continue
+        student, where = student_dir.name, f"submitted/{printable(student_dir.name)}"
+        for folder in sorted(p for p in student_dir.iterdir() if p.is_dir() and p.name not in others):
+            names = {f.name for f in folder.glob("*.ipynb")}
+            if _same_name(folder.name) == _same_name(assignment) or names & notebook_names:
+                said[student] = (f"{where}/{printable(folder.name)}/ is not the assignment's folder "
+                                 f"({len(names)} notebooks): rename it to {where}/{assignment}/")
+                break
+        else:
+            loose = {f.name for f in student_dir.glob("*.ipynb")}
+            if loose & notebook_names:
+                said[student] = (f"its notebooks are in {where}/ itself ({len(loose)} notebooks): move them into "
+                                 f"{where}/{assignment}/")
+    return said
+
+
+def rename_hint(name: str, missing: set[str]) -> str:
+    """The released name a submitted file's name is a copy of (among the notebooks the student lacks), or ""."""
+    stem = _same_name(name.removesuffix(".ipynb"))
+    matches = [known for known in sorted(missing) if _same_name(known.removesuffix(".ipynb")) == stem]
+    return matches[0] if matches else ""
+
+
+def jobs_setting() -> int:
+    """GRADER_JOBS (default 1): nbgrader processes autograding at once."""
+    value = os.environ.get("GRADER_JOBS", "").strip() or "1"
+    if not value.isdigit() or int(value) < 1:
+        raise SystemExit(f"GRADER_JOBS={value!r}: give a number of nbgrader processes, 1 or more")
+    return int(value)
+
+
+def split_class(notebooks: dict[str, int], jobs: int) -> list[list[str]]:
+    """Disjoint groups of students, as many as ``jobs`` (fewer when there are fewer students), balanced by their
+    number of notebooks: each student, in nbgrader's order, joins the group with the fewest notebooks so far
+    (so every group starts near the top of the class)."""
+    groups: list[list[str]] = [[] for _ in range(max(1, min(jobs, len(notebooks))))]
+    load = [0] * len(groups)
+    for student in sorted(notebooks):
+        lightest = min(range(len(groups)), key=lambda i: (load[i], i))
+        groups[lightest].append(student)
+        load[lightest] += notebooks[student]
+    return groups
+
+
+def worker_shares(cores: int, jobs: int) -> list[int]:
+    """Sandboxed workers per local process: the cores shared out, at least one each."""
+    return [max(1, cores // jobs + (1 if i < cores % jobs else 0)) for i in range(jobs)]
+
+
+REFUSE_SQLITE = ("{jobs} nbgrader processes cannot share the SQLite gradebook {url}: SQLite takes one writer at a "
+                 "time. Give a PostgreSQL gradebook in GRADER_DB_URL (postgresql+psycopg://user@host/database; a "
+                 "local one for trying: python -m grader.postgres start), or use JOBS=1.")
+
+
+def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, jobs: int | None = None,
+              db_url: str | None = None, workers: int = 0) -> int:
+    """`make autograde`: nbgrader autograde of everything in submitted/, with progress, then the table.
+
+    With ``jobs`` > 1 (default: GRADER_JOBS, else 1), that many nbgrader processes autograde disjoint groups of
+    students at once, writing one gradebook, which must then be a database server's (``db_url``, default:
+    GRADER_DB_URL): SQLite is refused. ``workers``: sandboxed workers per process (default: the cores shared
+    out, or TrustedExecute's configuration with one process).
+
+    What is left out is said, one line each, and counted at the end: a student folder without the assignment's
+    folder (misnamed), a notebook under a name the assignment does not have (renamed). One run at a time per
+    course (``course_lock``); Ctrl-C leaves every student recorded completely or as before (exit status 130)."""
+    root = root.resolve()
+    db_url = db_url or gradebook_url(root)
+    jobs = jobs or jobs_setting()
+    if (root / "solutions").is_dir() and not (root / "solutions" / assignment).is_dir() \
+            and not _reached(gradebook_notebooks, db_url, assignment):
+        found = sorted(p.name for p in (root / "solutions").glob("*") if p.is_dir())
+        raise SystemExit(f"no assignment {printable(assignment)!r} in this course: {root / 'solutions'}/"
+                         f"{printable(assignment)}/ does not exist (its assignments: {', '.join(found) or 'none'}); "
+                         f"give one of them (make autograde ASSIGNMENT=...), nothing was graded")
+    fresh_bytecode()
+    handed_in = submissions(root, assignment)
+    released = {p.name for p in (root / "solutions" / assignment).glob("*.ipynb")}
+    elsewhere = misplaced(root, assignment, released)
+    for student, line in elsewhere.items():
+        say(f"    warning: {printable(student)} left out: {line}, then run make autograde again")
+    if not any(handed_in.values()):
+        say(f"Nothing to grade: no notebooks in {root / 'submitted'}/<student>/{assignment}/ "
+            "(nbgrader collect puts them there, or copy them in).")
+        return 0
+    broken = [student for student in handed_in if "\n" in student or "\r" in student]
+    if broken:  # nbgrader matches submitted/<student>/ with a regex whose .* stops at a line break: it would stop
+        # the whole class with "Could not match" after its start-up
+        raise SystemExit(f"nbgrader cannot grade a student id holding a line break: {root / 'submitted'}/"
+                         f"{printable(broken[0])}/ (shown escaped){f' and {len(broken) - 1} more' if len(broken) > 1 else ''}"
+                         "; rename that folder to the student's id, then run autograde again (nothing was graded)")
+    if jobs > 1 and is_sqlite(db_url):
+        raise SystemExit(REFUSE_SQLITE.format(jobs=jobs, url=shown_url(db_url)))
+    with course_lock(root):
+        return _autograde_locked(root, assignment, force, jobs, db_url, workers, handed_in, len(elsewhere))
+
+
+def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_url: str, workers: int,
+                      handed_in: dict[str, list[Path]], folders_left_out: int) -> int:
+    runner = Nbgrader(root, db_url=db_url)
+    try:
+        notebooks = ensure_gradebook(runner, assignment)
+    except Interrupted:
+        say("interrupted while the gradebook was being created: nothing was graded; run make autograde again")
+        return 130
+    known = {f"{name}.ipynb" for name in notebooks}
+    skipped = []
+    files_left_out = 0
+    for student, files in handed_in.items():
+        folder = f"submitted/{printable(student)}/{assignment}"
+        unknown = [f for f in files if f.name not in known]
+        if not any(f.name in known for f in files):
+            found = ", ".join(printable(f.name) for f in files) or "no .ipynb file"
+            say(f"    warning: {printable(student)} not graded: {folder}/ holds no notebook of "
+                f"{assignment} ({found}; expected {', '.join(sorted(known))})")
+            skipped.append(student)
+            continue
+        missing = known - {f.name for f in files}
+        for f in unknown:
+            files_left_out += 1
+            hint = rename_hint(f.name, missing)
+            if hint:
+                runner.quiet |= {runner.shown(f"No submitted file: {root / 'submitted' / student / assignment / hint}")}
+                what = f"not a notebook of {assignment}: rename it to {hint} (nbgrader scores that notebook 0 meanwhile)"
+            elif rename_hint(f.name, known):
+                what = f"a second copy of {rename_hint(f.name, known)}, which is graded; remove it"
+            else:
+                what = f"not a notebook of {assignment} (its notebooks: {', '.join(sorted(known))})"
+            runner.quiet |= {runner.shown(f"Skipping unknown notebook: {f}")}
+            say(f"    warning: {printable(student)}: {folder}/{printable(f.name)} left out: {what}")
+    counts = {student: sum(1 for f in files if f.name in known) for student, files in handed_in.items()
+              if student not in skipped}
+    runner.notebooks_of = counts
+    total = sum(counts.values())
+    if not force and counts:
+        _forget_ungraded(root, assignment, db_url, counts)
+    groups = split_class(counts, jobs) if counts else []
+    say(f"autograde: {len(counts)} students, {total} notebooks, each in a sandbox; "
+        + ("nbgrader records them one by one" if len(groups) <= 1 else
+           f"{len(groups)} nbgrader processes record them, sharing the gradebook {shown_url(db_url)}"))
+    with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
+        try:
+            run = _autograde_jobs(runner, assignment, force, groups, skipped, list(handed_in), total, Path(scratch),
+                                  workers)
+        except Interrupted:
+            halfway = ", ".join(runner.left_halfway)
+            say(f"interrupted: {len(runner.recorded)} students recorded, "
+                + (f"{halfway} left as before" if halfway else "no student halfway")
+                + "; run make autograde again")
+            return 130
+        _, seconds, failed = run if groups else (0, 0.0, [])
+        left_before = sum(counts.get(s, 0) for s in runner.skipped)
+        expected = total - left_before
+        graded = sum(counts.get(s, 0) for s in runner.recorded)
+        if failed and not runner.recorded:  # nbgrader stopped before recording anyone (e.g. the grading
+            # environment could not start): its error line said what and what to do; no count, table or "failed
+            # for some students"
+            logs = runner.log if len(groups) <= 1 else f"{root}/nbgrader-job<N>.log (N = 1..{len(groups)})"
+            say(f"nbgrader's full log: {logs}")
+            return 1
+        say(f"autograde: {graded}/{expected} notebooks graded ({seconds:.0f} s)"
+            + (f"; {len(runner.skipped)} students ({left_before} notebooks) autograded before were left as they are "
+               "(FORCE=1 grades them again)" if runner.skipped else "")
+            + (f"; {expected - graded} could not be, see the errors above" if graded < expected else ""))
+        table: dict[str, dict[str, tuple[float, float]]] | None = {}
+        for number in range(1, len(groups) + 1):  # each process read its students' scores after recording them
+            written = Path(scratch) / f"scores-{number}.json"
+            if table is None or not written.is_file():
+                table = None
+                continue
+            table.update({s: {e: (v[0], v[1]) for e, v in row.items()}
+                          for s, row in json.loads(written.read_text(encoding="utf-8")).items()})
+    if runner.removed:
+        say(f"autograde: FORCE: the earlier autograded notebooks of {runner.removed} students were removed and "
+            "graded again (nbgrader's \"Removing existing assignment\" lines: in its log)")
+    if folders_left_out or files_left_out or skipped:
+        parts = [f"{n} {what}" for n, what in ((folders_left_out, "student folder(s) misnamed"),
+                                              (len(skipped), "student(s) with no notebook of the assignment"),
+                                              (files_left_out, "notebook file(s) misnamed")) if n]
+        say(f"left out: {', '.join(parts)} (named above): rename them as said, then run make autograde again")
+    say("\n" + render_scores(table if table is not None else gradebook_scores(db_url, assignment)) + "\n")
+    flagged = flag_line(root, assignment)
+    if flagged:
+        say(flagged)
+    say(f"Autograded notebooks: {root / 'autograded'}/<student>/{assignment}/")
+    problems = len(runner.problems) + len(skipped) + folders_left_out + files_left_out
+    logs = runner.log if len(groups) <= 1 else f"{root}/nbgrader-job<N>.log (N = 1..{len(groups)})"
+    say(f"nbgrader's full log: {logs}" + (f" ({problems} warning(s) or error(s) above)" if problems else ""))
+    for job in failed:
+        say(f"nbgrader autograde failed for some students{' in ' + job.label if job.label else ''} "
+            f"(exit status {job.returncode}); see the lines above and its log: {job.log}")
+    return 1 if failed else 0
+
+
+def _forget_ungraded(root: Path, assignment: str, db_url: str, students: dict[str, int]) -> None:
+    """nbgrader skips a student whose autograded/ folder is there (and not older than the submission), whatever
+    the gradebook holds: after switching gradebooks (SQLite to PostgreSQL, a new database) it would grade nothing.
+    The autograded folders of students the gradebook in use has no submission of are removed first (as --force
+    does, for them only), so nbgrader grades them."""
+    try:
+        recorded = gradebook_students(db_url, assignment)
+    except GradebookUnreachable:
+        return  # (ensure_gradebook reached it a moment ago; nbgrader will say what goes wrong)
+    stale = [s for s in students if s not in recorded and (root / "autograded" / s / assignment).exists()]
+    for student in stale:
+        _remove_tree(root / "autograded" / student / assignment)
+    if stale:
+        say(f"autograde: {len(stale)} students have autograded notebooks but no grades in the gradebook "
+            f"{shown_url(db_url)} ({_names(stale)}): they are graded again")
+
+
+def _remove_tree(folder: Path) -> None:
+    """shutil.rmtree, through the read-only folders nbgrader leaves (its permissions, 444/555)."""
+    import stat
+
+    def writable(function: Any, path: str, _: Any) -> None:
+        os.chmod(os.path.dirname(path), stat.S_IRWXU)
+        if os.path.isdir(path):
+            os.chmod(path, stat.S_IRWXU)
+        function(path)
+
+    shutil.rmtree(folder, onexc=writable) if sys.version_info >= (3, 12) else shutil.rmtree(folder, onerror=writable)
+
+
+LOCK_NAME = "autograde.lock"  # in the course folder, while `make autograde` runs: who runs it
+
+
+@contextlib.contextmanager
+def course_lock(root: Path) -> Any:
+    """One autograde at a time per course: filelock's flock on <course>/autograde.lock (released by the kernel
+    when the process ends, however it ends), the holder's pid, host, user and start time written in it. A second
+    run refuses in one line naming the holder; a file left by a run that ended without releasing (killed) is
+    taken over with a note. nbgrader itself has no such lock."""
+    import filelock
+    import getpass
+    import socket
+
+    path = root / LOCK_NAME
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "user": _user(getpass),
+          "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}
+    held: dict[str, Any] = {}
+
+    def claim(fd: int) -> None:  # (filelock: with the lock held; the file is not truncated by a contender)
+        held["fd"], held["before"] = fd, os.pread(fd, 4096, 0)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
+
+    lock = filelock.FileLock(str(path), timeout=0, on_acquired=claim, fallback_to_soft=False)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        holder = _holder(path)
+        raise SystemExit(f"autograde is already running on this course, {holder} (lock: {path}): wait for it to "
+                         "finish, then run make autograde again") from None
+    try:
+        before = _holder_of(held.get("before", b""))
+        if before:
+            say(f"note: an earlier autograde, {before}, ended without releasing its lock (killed?): taken over; "
+                "students it was recording are graded again")
+        yield
+    finally:
+        try:
+            os.ftruncate(held["fd"], 0)  # (a lock file left empty: released properly)
+        except (KeyError, OSError):
+            pass
+        lock.release()
+
+
+def _user(getpass: Any) -> str:
+    try:
+        return str(getpass.getuser())
+    except Exception:
+        return str(os.getuid())
+
+
+def _holder_of(data: bytes) -> str:
+    """"pid 123 on host h, started ... by user" from a lock file's content; "" for an empty or unreadable one."""
+    try:
+        info = json.loads(data.decode("utf-8", "replace") or "null")
+    except ValueError:
+        return ""
+    if not isinstance(info, dict) or "pid" not in info:
+        return ""
+    return (f"pid {printable(info.get('pid'))} on host {printable(info.get('host', '?'))}, started "
+            f"{printable(info.get('started', '?'))} by {printable(info.get('user', '?'))}")
+
+
+def _holder(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"by a process whose details cannot be read ({exc.strerror})"
+    return "by " + (_holder_of(data) or "a process that is just starting")
+
+
+def feedback(root: Path, assignment: str = ASSIGNMENT, force: bool = False) -> int:
+    """`make feedback`: nbgrader generate_feedback for every autograded submission. nbgrader's log goes to
+    <course>/nbgrader.log; the terminal gets a progress line over the pages, each warning or error nbgrader
+    reports (one line each), and where the pages are."""
+    root = root.resolve()
+    autograded = sorted((root / "autograded").glob(f"*/{assignment}/*.ipynb"))
+    if not autograded:
+        say(f"No autograded submissions in {root / 'autograded'}/<student>/{assignment}/: run make autograde first.")
+        return 0
+    students = len({path.parent.parent.name for path in autograded})
+    runner = Nbgrader(root)
+    say(f"feedback: {students} students, {len(autograded)} autograded notebooks")
+    returncode, written, seconds = runner.run(["generate_feedback", assignment, *(["--force"] if force else [])],
+                                              len(autograded), {"desc": "feedback", "unit": "page",
+                                                                "done": "feedback pages written"})
+    problems = len(runner.problems)
+    say(f"feedback: {written} pages written to {root / 'feedback'}/<student>/{assignment}/ ({seconds:.0f} s)"
+        + ("" if written == len(autograded) or force else
+           "; the others were written before (run with --force to write them again)"))
+    say(f"nbgrader's full log: {runner.log}" + (f" ({problems} warning(s) or error(s) above)" if problems else ""))
+    if returncode != 0:
+        say(f"nbgrader generate_feedback failed (exit status {returncode}); see the lines above and its log: "
+            f"{runner.log}")
+        return 1
+    return 0
+
+
+def fresh_bytecode() -> None:
+    """Write the grader package's bytecode (__pycache__) where it is missing or older than its source. Every process
+    of a run imports the package (nbgrader's, each sandboxed worker, each notebook's child: grader.checks), and
+    with PYTHONDONTWRITEBYTECODE set, or a checkout edited since `make install`, each compiled it from source again:
+    0.2 s a process, 10 ms a notebook. Nothing is said when the folder is read-only: it only costs time then."""
+    import compileall
+
+    try:
+        compileall.compile_dir(str(Path(__file__).resolve().parents[1]), quiet=2)  # grader/ and its layers
+    except OSError:
+        pass
+
+
+def _autograde_jobs(runner: Nbgrader, assignment: str, force: bool, groups: list[list[str]], skipped: list[str],
+                    everyone: list[str], total: int, scratch: Path, workers: int = 0) -> tuple[int, float, list[Job]]:
+    """Start one nbgrader process per group (``python -m grader.nbgrader_job``), wait for all; (notebooks graded,
+    seconds, the jobs that failed)."""
+    root = runner.root
+    on_cluster = bool(os.environ.get("GRADER_SCHEDULER", "").strip())  # a Dask cluster grades: no local pool
+    if workers:
+        shares = [workers] * len(groups)
+    elif len(groups) > 1 and not on_cluster:
+        shares = worker_shares(os.cpu_count() or 1, len(groups))
+    else:
+        shares = [0] * len(groups)
+    jobs: list[Job] = []
+    for number, (group, workers) in enumerate(zip(groups, shares), 1):
+        members = set(group)
+        exclude = scratch / f"exclude-{number}.txt"
+        # (JSON: a student id may hold a newline)
+        exclude.write_text(json.dumps([s for s in everyone if s not in members or s in skipped]), encoding="utf-8")
+        command = [sys.executable, "-m", "grader.classroom.nbgrader_job", "--root", str(root),  # (the gradebook: nbgrader_env)
+                   "--workers", str(workers), "--exclude", str(exclude),
+                   *(["--no-early-pool"] if on_cluster else []),
+                   "--scores", str(scratch / f"scores-{number}.json"),
+                   "--", "autograde", assignment, *(["--force"] if force else [])]
+        if len(groups) == 1:
+            jobs.append(Job("", command, runner.log, group))
+        else:
+            jobs.append(Job(f"job {number}/{len(groups)}", command, root / f"nbgrader-job{number}.log", group))
+    if len(jobs) > 1:
+        for old in root.glob("nbgrader-job*.log"):
+            old.unlink()
+        with private_file(runner.log, "a") as log:
+            for job in jobs:
+                log.write(f"{job.label}: {len(job.students)} students ({_names(job.students)}); log: {job.log}\n")
+    graded, seconds = runner.run_jobs(jobs, total, append=len(jobs) == 1)
+    return graded, seconds, [job for job in jobs if job.returncode != 0]
+
+
+def _names(students: list[str], shown: int = 5) -> str:
+    return ", ".join(map(printable, students[:shown])) + (f", ... ({len(students) - shown} more)"
+                                                          if len(students) > shown else "")
+
+
+def demo(workdir: Path) -> int:
+    """The main job on the bundled example class: release, autograde, feedback, table."""
+    root = workdir.resolve()
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    os.symlink(REPO / "solutions", root / "solutions")
+    runner = Nbgrader(root, db_url=f"sqlite:///{root / 'gradebook.db'}")  # its own, whatever GRADER_DB_URL says
+    say(f"Demo course in {root} (instructor notebooks from {REPO / 'solutions'})")
+    release = ["--CourseDirectory.release_directory=release"]
+    _, seconds = runner.stage(["generate_assignment", ASSIGNMENT, "--force", *release], "releasing the assignment")
+    say(f"1/4 release: student notebooks generated by nbgrader in {root / 'release'} ({seconds:.0f} s)")
+
+    students = class_answers(REPO / "examples" / "students.toml", answer_sources(REPO / "solutions" / ASSIGNMENT),
+                             REPO / "examples" / "mistakes")
+    for student, answers in students.items():
+        build_submission(root / "release" / ASSIGNMENT, answers, root / "submitted" / student / ASSIGNMENT)
+    total = sum(len(files) for files in submissions(root).values())
+    say(f"2/4 submissions: {len(students)} example students ({', '.join(students)}), {total} notebooks")
+
+    say("3/4 autograde: nbgrader, every notebook in a sandbox, the class graded ahead on every core")
+    graded, seconds = runner.stage(["autograde", ASSIGNMENT, "--force", *release], "autograding", total)
+    say(f"    {graded}/{total} notebooks graded ({seconds:.0f} s)")
+    _, seconds = runner.stage(["generate_feedback", ASSIGNMENT, "--force", *release], "writing feedback")
+    from grader.classroom.report import build
+
+    page = build(root, ASSIGNMENT, root / "reports")
+    say(f"4/4 feedback: one HTML page per student and notebook, and the class report ({seconds:.0f} s)")
+
+    say("\nScores per student and exercise (from nbgrader's gradebook):\n")
+    say(render_scores(gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")))
+    say(f"\nFeedback:       {root / 'feedback'}/<student>/{ASSIGNMENT}/*.html")
+    say(f"Class report:   {page} (and scores.csv, diagnoses.csv, flags.csv beside it)")
+    flagged = flag_line(root, ASSIGNMENT)
+    if flagged:
+        say(flagged)
+    problems = len(runner.problems)
+    say(f"nbgrader's log: {runner.log}" + (f" ({problems} warning(s) or error(s) above)" if problems else ""))
+    return 0
+
+
+def course_root(db_url: str) -> Path:
+    """The course folder of a SQLite gradebook (where grader_results/ and reports/ are); else the current one."""
+    prefix = "sqlite:///"
+    return Path(db_url[len(prefix):]).parent if db_url.startswith(prefix) else Path(".")
+
+
+def flag_line(root: Path, assignment: str = ASSIGNMENT) -> str:
+    from grader.classroom.report import flag_line as line
+
+    return line(root, assignment)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m grader.course")
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("demo", help="autograde the bundled example class in a scratch course directory")
+    d.add_argument("--dir", type=Path, default=REPO / ".demo", help="scratch course directory (replaced)")
+    a = sub.add_parser("autograde", help="nbgrader autograde of submitted/ (creating the gradebook if needed), then the table")
+    a.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
+    a.add_argument("--assignment", default=ASSIGNMENT,
+                   help=f"the assignment, a folder of solutions/ (default: {ASSIGNMENT}); make autograde ASSIGNMENT=...")
+    a.add_argument("--force", action="store_true",
+                   help="autograde again the submissions autograded before (make autograde FORCE=1)")
+    a.add_argument("--jobs", type=int, default=None,
+                   help="nbgrader processes over disjoint groups of students (default: GRADER_JOBS, else 1); "
+                        "more than 1 needs a PostgreSQL gradebook (GRADER_DB_URL or --db-url)")
+    a.add_argument("--db-url", default=None,
+                   help="the gradebook, as nbgrader's CourseDirectory.db_url (default: GRADER_DB_URL, else "
+                        "sqlite:///<course>/gradebook.db)")
+    a.add_argument("--workers", type=int, default=0,
+                   help="sandboxed workers per nbgrader process (default: the cores shared out between them)")
+    f = sub.add_parser("feedback", help="nbgrader generate_feedback for every autograded submission, with progress")
+    f.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
+    f.add_argument("--force", action="store_true", help="write again the pages written before")
+    s = sub.add_parser("scores", help="print scores per student and exercise from a gradebook")
+    s.add_argument("--db", default=os.environ.get("GRADER_DB_URL", "").strip() or "sqlite:///gradebook.db",
+                   help="the gradebook's URL (default: GRADER_DB_URL, else sqlite:///gradebook.db)")
+    s.add_argument("--root", type=Path, default=None,
+                   help="course folder with grader_results/ (default: the gradebook's folder)")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return demo(args.dir)
+    if args.command == "feedback":
+        return feedback(args.root, force=args.force)
+    if args.command == "autograde":
+        if args.jobs is not None and args.jobs < 1:
+            parser.error("--jobs needs 1 or more")
+        try:
+            return autograde(args.root, args.assignment, force=args.force, jobs=args.jobs, db_url=args.db_url,
+                             workers=args.workers)
+        except KeyboardInterrupt:  # (before or after the nbgrader processes: nothing half-recorded)
+            say("interrupted: run make autograde again")
+            return 130
+    say(render_scores(gradebook_scores(args.db)))
+    flagged = flag_line(args.root or course_root(args.db))
+    if flagged:
+        say(flagged)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

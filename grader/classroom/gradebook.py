@@ -1,0 +1,163 @@
+"""The gradebook's queries: scores per student and exercise, the notebooks and students it holds, its URL.
+
+SQLite (the default, <course>/gradebook.db) or PostgreSQL (GRADER_DB_URL): read through nbgrader's own models."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+from grader.classroom.folders import ASSIGNMENT, REPO
+from grader.classroom.untrusted import hide_password, printable, redact
+from grader.judge.testcells import exercise_of
+
+
+def gradebook_scores(db_url: str, assignment: str = ASSIGNMENT,
+                     leave_out: set[str] = frozenset()) -> dict[str, dict[str, tuple[float, float]]]:  # type: ignore[assignment]
+    """{student: {exercise: (score, max)}} from nbgrader's gradebook (autograded scores, manual overrides applied),
+    for every student of the gradebook but those in ``leave_out``."""
+    from nbgrader.api import (Assignment, BaseCell, Gradebook, Grade, Notebook, Student, SubmittedAssignment,
+                              SubmittedNotebook)
+
+    # Two queries for the whole class (nbgrader's objects load each student's notebooks and grades lazily: about
+    # 45 ms a student, 13 s for 300, after the last notebook); the scores are nbgrader's own Grade.score (manual
+    # overrides and extra credit applied) and Grade.max_score, computed by the database.
+    order = _cell_order(assignment)
+    with Gradebook(db_url) as gb:
+        submitted = dict(gb.db.query(SubmittedAssignment.student_id, SubmittedAssignment.id)
+                         .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                         .filter(Assignment.name == assignment))
+        grades: dict[str, list[tuple[str, str, float, float]]] = {}
+        for submission, notebook, cell, score, top in (
+                gb.db.query(SubmittedAssignment.id, Notebook.name, BaseCell.name, Grade.score, Grade.max_score)
+                .join(SubmittedNotebook, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+                .join(Grade, Grade.notebook_id == SubmittedNotebook.id)
+                .join(BaseCell, Grade.cell_id == BaseCell.id)
+                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                .filter(Assignment.name == assignment)):
+            grades.setdefault(submission, []).append((notebook, cell, float(score or 0), float(top or 0)))
+        students = [student for (student,) in gb.db.query(Student.id).order_by(Student.last_name, Student.first_name)]
+    table: dict[str, dict[str, tuple[float, float]]] = {}
+    for student in students:  # nbgrader's order of students (Gradebook.students)
+        if student in leave_out or student not in submitted:
+            continue
+        row: dict[str, tuple[float, float]] = {}
+        # notebooks by name, their cells in the course's order, not the database's: PostgreSQL returns rows written
+        # by several processes in any order, and the table's columns follow the first row
+        for _, cell, score, top in sorted(grades.get(submitted[student], []),
+                                          key=lambda g: (g[0], order.get(g[1], len(order)), g[1])):
+            exercise = exercise_of(cell)
+            so_far, most = row.get(exercise, (0.0, 0.0))
+            row[exercise] = (so_far + score, most + top)
+        table[student] = row
+    return table
+
+
+@functools.lru_cache(maxsize=None)
+def _cell_order(assignment: str) -> dict[str, int]:
+    """grade_id -> its position in the course (the notebooks of solutions/ by name, their cells in order)."""
+    import nbformat
+
+    order: dict[str, int] = {}
+    for path in sorted((REPO / "solutions" / assignment).glob("*.ipynb")):
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            if grade_id and grade_id not in order:
+                order[grade_id] = len(order)
+    return order
+
+
+def render_scores(table: dict[str, dict[str, tuple[float, float]]]) -> str:
+    if not table:
+        return "No autograded submissions in the gradebook yet."
+    exercises: list[str] = []
+    for row in table.values():
+        exercises += [e for e in row if e not in exercises]
+    header = ["student", *map(printable, exercises), "total"]
+    rows = [header]
+    for student in sorted(table):
+        row = table[student]
+        total = sum(s for s, _ in row.values())
+        top = sum(m for _, m in row.values())
+        rows.append([printable(student), *(f"{row[e][0]:g}/{row[e][1]:g}" if e in row else "-" for e in exercises),
+                     f"{total:g}/{top:g}"])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def gradebook_url(root: Path) -> str:
+    """The course's gradebook: GRADER_DB_URL, else nbgrader's default, <course>/gradebook.db (SQLite)."""
+    return os.environ.get("GRADER_DB_URL", "").strip() or f"sqlite:///{Path(root).resolve() / 'gradebook.db'}"
+
+
+def shown_url(db_url: str) -> str:
+    """The URL without its password, to print (SQLAlchemy's own rendering, hide_password=True)."""
+    return printable(hide_password(db_url))
+
+
+def is_sqlite(db_url: str) -> bool:
+    return db_url.startswith("sqlite:")
+
+
+class GradebookUnreachable(Exception):
+    """The gradebook's database cannot be reached; str() says why."""
+
+
+def gradebook_notebooks(db_url: str, assignment: str = ASSIGNMENT) -> list[str]:
+    """The assignment's notebooks in the gradebook; [] when there is no gradebook or it lacks the assignment.
+    Read with SQL (sqlite3, or SQLAlchemy for a server): importing nbgrader here would cost a second."""
+    return _gradebook_column(db_url, assignment, "SELECT notebook.name FROM notebook JOIN assignment ON "
+                             "notebook.assignment_id = assignment.id WHERE assignment.name = :name ORDER BY notebook.name",
+                             "notebook")
+
+
+def gradebook_students(db_url: str, assignment: str = ASSIGNMENT) -> set[str]:
+    """The students the gradebook holds a submission of the assignment of (nbgrader's SubmittedAssignment)."""
+    return set(_gradebook_column(db_url, assignment, "SELECT submitted_assignment.student_id FROM submitted_assignment "
+                                 "JOIN assignment ON submitted_assignment.assignment_id = assignment.id "
+                                 "WHERE assignment.name = :name", "submitted_assignment"))
+
+
+def _gradebook_column(db_url: str, assignment: str, query: str, table: str) -> list[str]:
+    if is_sqlite(db_url):
+        import sqlite3
+
+        path = db_url.removeprefix("sqlite:///").split("?", 1)[0]
+        if not path or not Path(path).is_file():
+            return []
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                return [row[0] for row in db.execute(query, {"name": assignment})]
+            finally:
+                db.close()
+        except sqlite3.Error:
+            return []  # not a gradebook yet (nbgrader creates its tables)
+    import sqlalchemy
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        engine = sqlalchemy.create_engine(db_url)
+    except Exception as exc:  # an unknown driver or a malformed URL
+        raise GradebookUnreachable(redact(f"{type(exc).__name__}: {exc}", db_url)) from None
+    try:
+        with engine.connect() as db:
+            if not sqlalchemy.inspect(db).has_table(table):
+                return []
+            return [row[0] for row in db.execute(sqlalchemy.text(query), {"name": assignment})]
+    except SQLAlchemyError as exc:
+        raise GradebookUnreachable(redact(" ".join(str(getattr(exc, "orig", None) or exc).split()), db_url)) from None
+    finally:
+        engine.dispose()
+
+
+def _reached(query: Any, db_url: str, assignment: str) -> Any:
+    try:
+        return query(db_url, assignment)
+    except GradebookUnreachable as why:
+        raise SystemExit(f"cannot reach the gradebook {shown_url(db_url)}: {why}") from None

@@ -1,0 +1,335 @@
+"""Running nbgrader's commands for the course: the command line, its environment (the gradebook passed, never on a
+command line), its log filed in <course>/nbgrader.log, a progress line over the notebooks, and the gradebook made
+when missing."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.classroom.folders import ASSIGNMENT, LOG_NAME, REPO
+from grader.classroom.gradebook import gradebook_notebooks, gradebook_url, GradebookUnreachable, is_sqlite, shown_url
+from grader.classroom.untrusted import printable, private_file, redact
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def nbgrader_command(*args: str) -> list[str]:
+    return [str(Path(sys.executable).with_name("nbgrader")), *args]
+
+
+def nbgrader_env(db_url: str = "") -> dict[str, str]:
+    """The environment for nbgrader: its own bin/ on PATH (it runs `alembic` when it creates a gradebook), and
+    the gradebook ``db_url`` when given, as GRADER_DB_URL (nbgrader_config.py reads it): a database URL may hold
+    a password, and a command line is readable by every user of the machine (ps, /proc/<pid>/cmdline), the
+    environment only by the process's owner."""
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    if db_url:
+        env["GRADER_DB_URL"] = db_url
+    return env
+
+
+class Progress:
+    """Notebooks graded out of ``total``: tqdm's bar on a terminal; elsewhere (CI logs, pipes) a plain line at each
+    quarter. ``write`` prints a line without breaking the bar."""
+
+    def __init__(self, total: int, stream: Any = None, desc: str = "autograding", unit: str = "notebook",
+                 done: str = "notebooks graded") -> None:
+        self.total, self.done, self.started = total, 0, time.monotonic()
+        self.said = done
+        self.stream = stream or sys.stdout
+        self.bar: Any = None
+        self.quarter = 1
+        if total and self.stream.isatty():
+            from tqdm import tqdm
+
+            size = shutil.get_terminal_size()  # (80 × 24 where a terminal reports no size: tqdm would hide the bar)
+            self.bar = tqdm(total=total, unit=unit, file=self.stream, leave=False, ncols=min(100, size.columns),
+                            nrows=size.lines,
+                            desc=f"    {desc}", bar_format="{desc} {n_fmt}/{total_fmt} |{bar}| {elapsed}<{remaining}")
+
+    def advance(self) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+            return
+        if self.total and self.done < self.total and 4 * self.done >= self.quarter * self.total:
+            self.write(f"    {self.done}/{self.total} {self.said} ({time.monotonic() - self.started:.0f} s)")
+            while 4 * self.done >= self.quarter * self.total:
+                self.quarter += 1
+
+    def shrink(self, notebooks: int) -> None:
+        """``notebooks`` fewer to grade (a student nbgrader leaves as autograded before)."""
+        self.total = max(self.done, self.total - notebooks)
+        if self.bar is not None:
+            self.bar.total = self.total
+            self.bar.refresh()
+
+    def write(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.write(text, file=self.stream)
+        else:
+            print(text, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+_LOG_LINE = re.compile(r"\[(\w+) \| (DEBUG|INFO|WARNING|ERROR|CRITICAL)\] ?(.*)")
+
+
+_GRADED = re.compile(r"[^/\s]+/[^/\s]+/[^/\s]+: [\d.]+/[\d.]+ points \(trusted grading")
+
+
+_FEEDBACK_PAGE = re.compile(r"Writing \d+ bytes to .*\.html$")  # generate_feedback, one line per page written
+
+
+_PY_WARNING = re.compile(r"\S.*:\d+: (\w*Warning): (.*)")
+
+
+# nbgrader's lines counted, not relayed one by one (its log keeps them): --force's per student, and what an
+# interrupted student leaves (said in one line at the end)
+_REMOVED = "Removing existing assignment: "
+
+
+_SKIPPED = "Skipping existing assignment: "
+
+
+_INTERRUPTED = re.compile(r"interrupted: \d+ students recorded(?:, (.*) left as before)?$")
+
+
+# nbgrader's INFO lines the terminal gets too (not problems): where the class is graded when it is not this machine
+_SHOWN_INFO = ("grading on the Dask cluster at ",)
+
+
+@dataclass
+class Job:
+    """One nbgrader process of an autograde run: its command, its students and its log."""
+
+    label: str  # "" for the only one; else "job 2/4"
+    command: list[str]
+    log: Path
+    students: list[str] = field(default_factory=list)
+    returncode: int = 0
+    last: str = ""  # its last line of output
+    errors: list[str] = field(default_factory=list)  # its warnings and errors, as relayed
+    process: Any = None
+
+
+class Interrupted(Exception):
+    """Ctrl-C (SIGINT) stopped a run; every nbgrader process has ended, each having put back the student it was
+    halfway through (grader.classroom.nbgrader_job)."""
+
+
+class Nbgrader:
+    """Runs nbgrader commands for the course in ``root`` (with the repository's nbgrader_config.py). Their whole
+    output goes to ``log``; the terminal gets only each warning and error, one line each."""
+
+    def __init__(self, root: Path, log: Path | None = None, db_url: str = "") -> None:
+        self.root = root
+        self.db_url = db_url  # given to every command when set, in its environment (else nbgrader's configuration decides)
+        self.log = log or root / LOG_NAME
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with private_file(self.log):  # (0600: what nbgrader and the gradebook's driver say is for the instructor)
+            pass
+        self.problems: list[str] = []
+        self.quiet: set[str] = set()  # warnings said already, in the terminal's own words: kept to the log
+        self.notebooks_of: dict[str, int] = {}  # student -> notebooks to grade (for the progress)
+        self.recorded: list[str] = []  # students recorded completely (grader.classroom.nbgrader_job's post-convert hook)
+        self.skipped: list[str] = []  # students nbgrader left as autograded before
+        self.removed = 0  # --force: students whose earlier autograded folder nbgrader removed
+        self.left_halfway: list[str] = []  # interrupted: students put back as before
+        self.interrupted = False
+
+    def shown(self, text: str) -> str:
+        """A line of nbgrader's output as the terminal and the log get it: control characters and ANSI escapes
+        written out, the gradebook's password hidden."""
+        return printable(redact(text, self.db_url, os.environ.get("GRADER_DB_URL", "").strip()))
+
+    def run(self, args: list[str], total: int = 0, progress: dict[str, str] | None = None) -> tuple[int, int, float]:
+        """(exit status, notebooks graded, seconds); with ``total``, a progress bar over that many notebooks (or
+        what ``progress`` says: Progress's desc, unit and done)."""
+        command = nbgrader_command(*args, f"--CourseDirectory.root={self.root}")  # (the gradebook: nbgrader_env)
+        job = Job("", command, self.log)
+        graded, seconds = self.run_jobs([job], total, append=True, progress=progress)
+        return job.returncode, graded, seconds
+
+    def run_jobs(self, jobs: list[Job], total: int = 0, append: bool = False,
+                 progress: dict[str, str] | None = None) -> tuple[int, float]:
+        """Run the jobs' processes at once, each writing its log, with one progress bar over all of them (and
+        ``total`` notebooks); (notebooks graded, seconds). Each job's exit status is in ``job.returncode``."""
+        started = time.monotonic()
+        progress = Progress(total, **(progress or {}))  # type: ignore[arg-type]
+        lock = threading.Lock()
+        try:
+            threads = [threading.Thread(target=self._follow, args=(job, progress, lock, append, started), daemon=True)
+                       for job in jobs]
+            self._wait(jobs, threads)
+        finally:
+            progress.close()
+        if self.interrupted:
+            raise Interrupted()
+        for job in jobs:
+            if job.returncode != 0 and not job.errors and job.last:
+                line = f"error: {job.label + ': ' if job.label else ''}{job.last}"
+                self.problems.append(line)
+                say(f"    {line}")
+        return progress.done, time.monotonic() - started
+
+    def _wait(self, jobs: list[Job], threads: list[threading.Thread]) -> None:
+        """Start the jobs' threads and wait for them. Ctrl-C (SIGINT) is noted, not raised (a KeyboardInterrupt in
+        Thread.join leaves the thread marked as ended on Python 3.11): the nbgrader processes put back the students
+        they were recording and end, and are waited for. A Ctrl-C at the terminal reached them too (one process
+        group); a SIGINT sent to this process alone is passed on to them after 5 s."""
+        import signal
+
+        interrupted: list[float] = []
+
+        def note(signum: int, frame: Any) -> None:
+            self.interrupted = True
+            interrupted.append(time.monotonic())
+
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, note) if main else None
+        try:
+            for thread in threads:
+                thread.start()
+            passed_on = False
+            while any(thread.is_alive() for thread in threads):
+                for thread in threads:
+                    thread.join(0.2)
+                if interrupted and not passed_on and time.monotonic() - interrupted[0] > 5:
+                    passed_on = True
+                    for job in jobs:
+                        if job.process is not None and job.process.poll() is None:
+                            job.process.send_signal(signal.SIGINT)
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous)
+
+    def _follow(self, job: Job, progress: "Progress", lock: threading.Lock, append: bool, started: float) -> None:
+        prefix = f"{job.label}: " if job.label else ""
+        with private_file(job.log, "a" if append else "w") as log:
+            log.write("$ " + self.shown(" ".join(job.command)) + "\n")
+            log.flush()
+            try:
+                process = subprocess.Popen(job.command, cwd=REPO, env=nbgrader_env(self.db_url), stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                           errors="replace", bufsize=1)
+            except OSError as exc:
+                job.returncode, job.last = 127, f"could not start {job.command[0]}: {exc}"
+                return
+            job.process = process
+            assert process.stdout is not None
+            for line in process.stdout:
+                line = self.shown(line.rstrip("\n"))
+                log.write(line + "\n")
+                log.flush()  # (tail -f nbgrader.log follows the run)
+                job.last = line.strip() or job.last
+                kind, text = self._classify(line)
+                if not kind:
+                    continue
+                with lock:
+                    if kind == "graded":
+                        progress.advance()
+                    elif kind == "recorded":
+                        self.recorded.append(text)
+                    elif kind == "skipped":
+                        student = Path(text).parent.name
+                        self.skipped.append(student)
+                        progress.shrink(self.notebooks_of.get(student, 0))
+                    elif kind == "removed":
+                        self.removed += 1
+                    elif kind == "interrupted":
+                        self.interrupted = True
+                        if text:
+                            self.left_halfway.append(text)
+                    elif kind == "note":
+                        progress.write(f"    {prefix}{text}")
+                    elif (self.interrupted and not text.startswith("interrupted:")) or text in self.quiet:
+                        continue  # (interrupted: nbgrader's "Removing failed assignment", "Canceled": said at the end)
+                    else:
+                        job.errors.append(f"{kind}: {text}")
+                        self.problems.append(f"{kind}: {prefix}{text}")
+                        progress.write(f"    {kind}: {prefix}{text}")
+            job.returncode = process.wait()
+            log.write(f"(exit status {job.returncode}, {time.monotonic() - started:.1f} s)\n\n")
+
+    @staticmethod
+    def _classify(line: str) -> tuple[str, str]:
+        """("graded" | "note" | "warning" | "error" | "", text) for one line of nbgrader's output ("graded": a
+        notebook recorded, or a feedback page written: the progress)."""
+        match = _LOG_LINE.match(line)
+        if match:
+            level, text = match.group(2), match.group(3).strip()
+            if level == "INFO" and (_GRADED.match(text) or _FEEDBACK_PAGE.match(text)):
+                return "graded", text
+            if match.group(1) == "nbgrader_job" and text.startswith("recorded: "):
+                return "recorded", text.removeprefix("recorded: ")
+            stopped = _INTERRUPTED.match(text) if match.group(1) == "nbgrader_job" else None
+            if stopped:
+                return "interrupted", stopped.group(1) or ""
+            if level == "INFO" and text.startswith(_SKIPPED):
+                return "skipped", text.removeprefix(_SKIPPED)
+            if level == "WARNING" and text.startswith(_REMOVED):
+                return "removed", text.removeprefix(_REMOVED)
+            if level == "INFO" and text.startswith(_SHOWN_INFO):
+                return "note", text
+            if level == "WARNING":
+                return "warning", text
+            if level in ("ERROR", "CRITICAL") and not text.startswith("Traceback"):
+                return "error", text
+            return "", text
+        warning = _PY_WARNING.match(line)
+        if warning:  # a Python warning nbgrader's process did not expect (the harmless ones are silenced there)
+            return "warning", f"{warning.group(1)}: {warning.group(2)}"
+        return "", line
+
+    def stage(self, args: list[str], what: str, total: int = 0) -> tuple[int, float]:
+        """Run one stage that must succeed: (notebooks graded, seconds); else stop, naming the log."""
+        returncode, graded, seconds = self.run(args, total)
+        if returncode != 0:
+            raise SystemExit(f"nbgrader {args[0]} failed (exit status {returncode}) while {what}; "
+                             f"its full log: {self.log}")
+        return graded, seconds
+
+
+def nbgrader(args: list[str], root: Path) -> None:
+    """Run an nbgrader command for the course in ``root``; its output goes to <root>/nbgrader.log."""
+    Nbgrader(root).stage(args, "running it")
+
+
+def ensure_gradebook(runner: Nbgrader, assignment: str = ASSIGNMENT) -> list[str]:
+    """The assignment's notebooks, after putting the assignment in the gradebook if it is not there (a fresh
+    clone has no gradebook.db, a new PostgreSQL database no tables): nbgrader generate_assignment from
+    solutions/ records the source cells and their checksums, writing its release into a temporary folder, so
+    notebooks/ (committed) is left as it is. Done once, before any autograde process starts."""
+    root = runner.root
+    db_url = runner.db_url or gradebook_url(root)
+    try:
+        notebooks = gradebook_notebooks(db_url, assignment)
+    except GradebookUnreachable as why:
+        raise SystemExit(f"cannot reach the gradebook {shown_url(db_url)}: {why}") from None
+    if notebooks:
+        return notebooks
+    with tempfile.TemporaryDirectory(prefix="release-") as release:
+        _, seconds = runner.stage(["generate_assignment", assignment, f"--CourseDirectory.release_directory={release}"],
+                                  "creating the gradebook")
+    notebooks = gradebook_notebooks(db_url, assignment)
+    where = root / "gradebook.db" if db_url == gradebook_url(root) and is_sqlite(db_url) else shown_url(db_url)
+    say(f"gradebook: {where} {'created' if is_sqlite(db_url) else 'given the assignment'} from "
+        f"solutions/{assignment}/ ({len(notebooks)} notebooks; notebooks/ left as committed) ({seconds:.0f} s)")
+    return notebooks
