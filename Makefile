@@ -46,9 +46,10 @@ $(STAMP): requirements.lock pyproject.toml
 
 install: $(STAMP) system-packages sandbox-user ## create .venv with pinned dependencies, plus Debian's graphviz, bubblewrap, libseccomp, chromium, postgresql and the sandbox user
 
-system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and libseccomp2 (the grading sandbox), acl, chromium + chromium-driver (browser tests) and postgresql (gradebook for JOBS>1), when possible
+system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and libseccomp2 (the grading sandbox), acl, gettext (translation catalogues), chromium + chromium-driver (browser tests) and postgresql (gradebook for JOBS>1), when possible
 	@missing=""; command -v dot >/dev/null || missing="$$missing graphviz"; command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	command -v setfacl >/dev/null || missing="$$missing acl"; ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 || missing="$$missing libseccomp2"; \
+	command -v msgmerge >/dev/null || missing="$$missing gettext"; \
 	browser=""; command -v chromium >/dev/null || browser="$$browser chromium"; command -v chromedriver >/dev/null || browser="$$browser chromium-driver"; \
 	pg=""; ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || pg="postgresql"; \
 	if [ -n "$$pg" ]; then \
