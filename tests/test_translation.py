@@ -128,3 +128,20 @@ def test_the_glossary_has_one_chinese_term_per_english_term():
     english = [row[0] for row in rows]
     assert len(english) == len(set(english)) and len(rows) >= 40
     assert all(len(row) >= 2 and row[1].strip() for row in rows)
+
+
+def test_the_compiled_chinese_messages_are_the_catalogues_and_every_key_keeps_its_fields():
+    """grader/spec/messages_zh.py is generated (never edited): regenerating it gives the committed file, and every
+    message has a Chinese title and hint with exactly the English fields."""
+    from grader.spec import messages
+
+    module = translation.messages_module_path("zh")
+    assert module.read_text(encoding="utf-8") == translation.messages_module("zh"), (
+        "grader/spec/messages_zh.py is stale: run `python -m grader.classroom.translation compile`")
+    fields = lambda text: sorted(set(translation._FIELD.findall(translation._CODE_SPAN.sub("", text))))
+    missing = [key for key in messages.EN if key not in messages.TABLES["zh"]]
+    assert not missing, f"messages without a Chinese entry in i18n/zh/messages.po: {missing[:10]}"
+    for key, english in messages.EN.items():
+        chinese = messages.message(key, "zh")
+        for part in ("title", "hint"):
+            assert fields(getattr(chinese, part)) == fields(getattr(english, part)), (key, part)

@@ -22,6 +22,7 @@ cell, byte for byte) and keeps tables, lists and LaTeX in one piece for the tran
     python -m grader.classroom.translation stats [--lang zh]     # entries, words, translated / fuzzy / missing
     python -m grader.classroom.translation check [--lang zh]     # what a translation must keep (code, LaTeX, ...)
     python -m grader.classroom.translation build --out DIR [--fallback]   # the notebooks in that language
+    python -m grader.classroom.translation compile [--lang zh]   # grader/spec/messages_<lang>.py from messages.po
 """
 
 from __future__ import annotations
@@ -458,9 +459,44 @@ def build(lang: str, out: Path, fallback: bool = False) -> list[Path]:
     return written
 
 
+def messages_module_path(lang: str) -> Path:
+    return ROOT / "grader" / "spec" / f"messages_{lang}.py"
+
+
+def messages_module(lang: str) -> str:
+    """The Python source of ``grader/spec/messages_<lang>.py``: the catalogue's usable entries as plain data.
+
+    Feedback is rendered inside the sandbox and in the student's kernel, where neither polib nor the repository's
+    ``i18n/`` folder may be at hand (``pip install .``): the catalogue travels as a module of the package."""
+    po = polib.pofile(str(I18N / lang / "messages.po"), wrapwidth=0)
+    table: dict[str, dict[str, str]] = {}
+    for entry in po:
+        if entry.obsolete or not entry.msgstr or "fuzzy" in entry.flags or problems(entry):
+            continue
+        key, part = entry.msgctxt.rsplit(".", 1)
+        table.setdefault(key, {})[part] = entry.msgstr
+    lines = [f'"""The grader\'s messages in {lang!r}: generated from i18n/{lang}/messages.po by',
+             "`python -m grader.classroom.translation compile`; never edit by hand (tests/test_translation.py",
+             'regenerates it and fails on a difference). A key missing here is said in English."""', "",
+             f"TABLE: dict[str, tuple[str, str]] = {{"]
+    from grader.spec.messages import EN
+
+    for key in EN:  # the English table's order
+        if key in table and "title" in table[key] and ("hint" in table[key] or not EN[key].hint):
+            lines.append(f"    {key!r}: ({table[key]['title']!r}, {table[key].get('hint', '')!r}),")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def compile_messages(lang: str) -> Path:
+    path = messages_module_path(lang)
+    path.write_text(messages_module(lang), encoding="utf-8")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.classroom.translation", description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["extract", "stats", "check", "build"])
+    parser.add_argument("command", choices=["extract", "stats", "check", "build", "compile"])
     parser.add_argument("--lang", default="zh")
     parser.add_argument("--out", type=Path, help="build: where to write the notebooks (default: solutions/autograd-LANG)")
     parser.add_argument("--fallback", action="store_true", help="build: keep the English where a translation is missing")
@@ -475,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
             print(path)
     elif args.command == "extract":
         extract(args.lang)
+    elif args.command == "compile":
+        print(compile_messages(args.lang).relative_to(ROOT))
     elif args.command == "stats":
         stats(args.lang)
     else:

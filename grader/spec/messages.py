@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from grader.spec import messages_zh
+
 
 @dataclass(frozen=True)
 class Message:
@@ -835,7 +837,13 @@ EN.update({
     ),
 })
 
-TABLES: Mapping[str, Mapping[str, Message]] = {"en": EN}
+def _translated(table: Mapping[str, tuple[str, str]]) -> dict[str, Message]:
+    return {key: Message(title, hint) for key, (title, hint) in table.items()}
+
+
+# Other languages come from the translation catalogues (i18n/<lang>/messages.po), compiled into spec modules by
+# `python -m grader.classroom.translation compile`; a key a catalogue lacks is said in English.
+TABLES: Mapping[str, Mapping[str, Message]] = {"en": EN, "zh": _translated(messages_zh.TABLE)}
 LANGUAGE = "en"
 
 
