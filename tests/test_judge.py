@@ -14,6 +14,7 @@ from grader.judge.testcells import CHECK_FUNCTIONS
 from grader import basics, checks
 from grader.sandboxed import observe
 from grader.judge.diagnosis import CheckFailed
+from grader.spec import registry
 from grader.spec.exercises import EXERCISES
 
 
@@ -51,7 +52,7 @@ def test_complete_observations_of_the_solution_pass(check, exercise):
     checks.judge(check, exercise, probes, observations)
 
 
-@pytest.mark.parametrize("check", checks.CHECKS)
+@pytest.mark.parametrize("check", registry.names(registry.CUSTOM_FUNCTIONS))
 def test_a_missing_or_extra_observation_is_never_scored(check):
     probes, observations = good(check, "linear")
     assert rejected(check, "linear", probes, []) == "incomplete_observations"
