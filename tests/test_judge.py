@@ -11,9 +11,11 @@ import torch
 
 from conftest import CELLS, ENTRY, best_cpu_seconds, namespace_for, solution_cells
 from grader.judge.testcells import CHECK_FUNCTIONS
-from grader import basics, checks
+from grader import basics
+from grader.judge import custom_functions
 from grader.sandboxed import observe
 from grader.judge.diagnosis import CheckFailed
+from grader.spec import registry
 from grader.spec.exercises import EXERCISES
 
 
@@ -36,7 +38,7 @@ def good(check: str, exercise: str) -> tuple[list, list]:
 
 def rejected(check: str, exercise: str, probes: list, observations: list) -> str:
     with pytest.raises(CheckFailed) as failure:
-        checks.judge(check, exercise, probes, observations)
+        custom_functions.judge(check, exercise, probes, observations)
     return failure.value.finding.mistake
 
 
@@ -48,17 +50,17 @@ JUDGED = [(CHECKS_OF[cell.check], exercise) for exercise in ("square", "linear",
 @pytest.mark.parametrize("check, exercise", JUDGED)
 def test_complete_observations_of_the_solution_pass(check, exercise):
     probes, observations = good(check, exercise)
-    checks.judge(check, exercise, probes, observations)
+    custom_functions.judge(check, exercise, probes, observations)
 
 
-@pytest.mark.parametrize("check", checks.CHECKS)
+@pytest.mark.parametrize("check", registry.names(registry.CUSTOM_FUNCTIONS))
 def test_a_missing_or_extra_observation_is_never_scored(check):
     probes, observations = good(check, "linear")
     assert rejected(check, "linear", probes, []) == "incomplete_observations"
     assert rejected(check, "linear", probes, observations[:-1]) == "incomplete_observations"
     assert rejected(check, "linear", probes, observations + observations[-1:]) == "incomplete_observations"
     with pytest.raises(CheckFailed, match=r"received 0 observations for \d+ probes"):
-        checks.judge(check, "linear", probes, [])
+        custom_functions.judge(check, "linear", probes, [])
 
 
 @pytest.mark.parametrize("exercise", ["square", "linear"])
@@ -107,7 +109,7 @@ def test_pytorchs_own_verdict_is_observed_on_each_calls_first_probe_and_required
     assert rejected(check, exercise, probes, forged) == key + "_failed"
     forged = copy.deepcopy(observations)
     forged[-1][key] = {"ok": False, "detail": "not asked for: ignored"}
-    checks.judge(check, exercise, probes, forged)
+    custom_functions.judge(check, exercise, probes, forged)
 
 def test_cube_backward_node_lists_must_cover_every_gradient():
     probes, observations = good("second derivatives", "cube")
@@ -133,14 +135,14 @@ def test_missing_requires_grad_patterns_fail_the_structure_check():
         else:
             forged[0]["patterns"] = forged[0]["patterns"][::-1]
         with pytest.raises(CheckFailed):
-            checks.judge("structure", "linear", probes, forged)
+            custom_functions.judge("structure", "linear", probes, forged)
     forged = copy.deepcopy(observations)
     forged[0]["patterns"][0]["vjp"]["grads"] = []
     assert rejected("structure", "linear", probes, forged) == "incomplete_observations"
     forged = copy.deepcopy(observations)
     forged[0]["patterns"][0]["raw"]["grads"] = []
     with pytest.raises(CheckFailed):
-        checks.judge("structure", "linear", probes, forged)
+        custom_functions.judge("structure", "linear", probes, forged)
 
 
 @pytest.mark.parametrize("check", ["first derivatives", "second derivatives", "structure"])
@@ -150,7 +152,7 @@ def test_missing_keys_fail(check):
         forged = copy.deepcopy(observations)
         del forged[0][key]
         with pytest.raises(CheckFailed):
-            checks.judge(check, "square", probes, forged)
+            custom_functions.judge(check, "square", probes, forged)
 
 
 def test_observed_tensors_of_the_wrong_shape_fail():
@@ -158,20 +160,20 @@ def test_observed_tensors_of_the_wrong_shape_fail():
     forged = copy.deepcopy(observations)
     forged[0]["vjp"]["grads"][1] = forged[0]["vjp"]["grads"][1].reshape(-1)
     with pytest.raises(CheckFailed):
-        checks.judge("first derivatives", "linear", probes, forged)
+        custom_functions.judge("first derivatives", "linear", probes, forged)
     forged = copy.deepcopy(observations)
     forged[0]["forward"]["value"] = forged[0]["forward"]["value"][:1]
     with pytest.raises(CheckFailed):
-        checks.judge("first derivatives", "linear", probes, forged)
+        custom_functions.judge("first derivatives", "linear", probes, forged)
     probes, observations = good("second derivatives", "square")
     forged = copy.deepcopy(observations)
     forged[0]["second"]["grads"][0] = forged[0]["second"]["grads"][0].reshape(-1)
     with pytest.raises(CheckFailed):
-        checks.judge("second derivatives", "square", probes, forged)
+        custom_functions.judge("second derivatives", "square", probes, forged)
     forged = copy.deepcopy(observations)
     forged[0]["first"]["grads"][0] = forged[0]["first"]["grads"][0].reshape(-1)
     with pytest.raises(CheckFailed):
-        checks.judge("second derivatives", "square", probes, forged)
+        custom_functions.judge("second derivatives", "square", probes, forged)
 
 
 def _vjp(f, x, v):
@@ -207,7 +209,7 @@ def _judged(judge, *args) -> None:
         pass
 
 def test_after_the_warm_up_the_first_verdicts_import_nothing(tmp_path):
-    """The trusted process warms the judge up while its sandboxed workers start (``checks.warm_up``): torch's
+    """The trusted process warms the judge up while its sandboxed workers start (``custom_functions.warm_up``): torch's
     first-use imports (symbolic shapes and sympy for a VJP with a given vector, TorchScript for forward mode) were
     paid by the first notebooks' verdicts, 0.8 s of CPU on the way to the first score. In a fresh process, after
     the warm-up, judging every check of every exercise imports no module."""
@@ -220,14 +222,14 @@ def test_after_the_warm_up_the_first_verdicts_import_nothing(tmp_path):
     observed.write_bytes(pickle.dumps([(check, exercise, *good(check, exercise)) for check, exercise in JUDGED]))
     program = (
         "import pickle, sys\n"
-        "from grader import checks\n"
-        "checks.warm_up()\n"
+        "from grader.judge import custom_functions\n"
+        "custom_functions.warm_up()\n"
         f"judged = pickle.loads(open({str(observed)!r}, 'rb').read())\n"
         "before = set(sys.modules)\n"
         "for check, exercise, probes, observations in judged:\n"
-        "    checks.judge(check, exercise, probes, observations)\n"
+        "    custom_functions.judge(check, exercise, probes, observations)\n"
         "print(sorted(set(sys.modules) - before))\n")
-    repo = Path(checks.__file__).resolve().parents[1]
+    repo = Path(custom_functions.__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "ignore"})
     assert done.returncode == 0, done.stderr[-3000:]
@@ -249,8 +251,8 @@ def test_a_huge_ctx_and_a_huge_backward_source_are_judged_in_well_under_a_second
         obs["backward_source"] = source
         obs["second"]["grads"] = [None] * len(obs["second"]["grads"])
     with pytest.raises(CheckFailed) as failure:
-        checks.judge("second derivatives", "square", probes, observations)
-    assert best_cpu_seconds(lambda: _judged(checks.judge, "second derivatives", "square", probes, observations)) < 0.5
+        custom_functions.judge("second derivatives", "square", probes, observations)
+    assert best_cpu_seconds(lambda: _judged(custom_functions.judge, "second derivatives", "square", probes, observations)) < 0.5
     assert failure.value.finding.mistake == "intermediates_not_outputs"
     assert len(str(failure.value)) < 2000  # the message names a few attributes, not 150k
 
@@ -258,8 +260,8 @@ def test_a_huge_ctx_and_a_huge_backward_source_are_judged_in_well_under_a_second
     for obs in observations:
         obs["forward"]["ctx_attrs"] = attrs
     with pytest.raises(CheckFailed) as failure:
-        checks.judge("structure", "square", probes, observations)
-    assert best_cpu_seconds(lambda: _judged(checks.judge, "structure", "square", probes, observations)) < 0.5
+        custom_functions.judge("structure", "square", probes, observations)
+    assert best_cpu_seconds(lambda: _judged(custom_functions.judge, "structure", "square", probes, observations)) < 0.5
     assert failure.value.finding.mistake == "tensor_on_ctx" and len(str(failure.value)) < 2000
 
 
@@ -408,13 +410,13 @@ def test_read_the_line_shown_above_only_when_a_line_is_shown():
     forged = copy.deepcopy(observations)
     forged[0]["forward"] = {"error": error}
     with pytest.raises(CheckFailed) as failure:
-        checks.judge("forward", "square", probes, forged)
+        custom_functions.judge("forward", "square", probes, forged)
     text = str(failure.value)
     assert failure.value.finding.mistake == "raised_error" and "in your code:" not in text
     assert "line shown above" not in text and "boom" in text
     forged[0]["forward"] = {"error": {**error, "code": "Square.forward, line 3: return x.boom()"}}
     with pytest.raises(CheckFailed) as failure:
-        checks.judge("forward", "square", probes, forged)
+        custom_functions.judge("forward", "square", probes, forged)
     assert "in your code: Square.forward, line 3" in str(failure.value) and "line shown above" in str(failure.value)
 
 
@@ -490,7 +492,7 @@ def test_judging_forward_mode_in_threads_at_once_gives_each_its_verdict():
     def judge_again_and_again() -> None:
         for _ in range(15):
             try:
-                checks.judge("forward mode", "softplus", probes, copy.deepcopy(observations))
+                custom_functions.judge("forward mode", "softplus", probes, copy.deepcopy(observations))
                 basics.judge("check_hvp_forward_over_reverse", copy.deepcopy(hvp_observations))
             except Exception as failure:
                 failures.append(str(failure)[:200])

@@ -7,7 +7,7 @@
    and, where a test cell stood, records observations of the function under test. Each result is
    flushed at once, so a crash, ``os._exit``, a kill by a limit or a timeout keeps what came before.
 3. Here, outside the sandbox, each check call's observations are judged against PyTorch's references
-   (``grader.checks.judge`` / ``grader.basics.judge``). A test cell passes when all its calls pass.
+   (``grader.judge.custom_functions.judge`` / ``grader.basics.judge``). A test cell passes when all its calls pass.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from grader.isolation import sandbox
 from grader.boundary import wire
 from grader.judge.testcells import exercise_of  # noqa: F401 (part of this module's interface)
 from grader.judge.diagnosis import CheckFailed, check_label
+from grader.spec import registry
 from grader.spec.messages import say
 
 if TYPE_CHECKING:
@@ -332,7 +333,8 @@ def _judge_call(call: testcells.CheckCall, answer: Any,
                 ) -> tuple[bool, str, dict[str, Any] | None]:
     """One check call: (passed, its ✓ line or its diagnosis, the finding if it failed).
     Never passes on malformed observations."""
-    from grader import basics, checks
+    from grader import basics
+    from grader.judge import custom_functions
     from grader.spec.exercises import get
 
     def failed(mistake: str, text: str) -> tuple[bool, str, dict[str, Any]]:
@@ -343,11 +345,11 @@ def _judge_call(call: testcells.CheckCall, answer: Any,
         return failed(*_not_found(call, error, cells_failed))
     try:
         observations = wire.decode(answer["observations"])
-        if call.module == "checks":
+        if registry.takes_exercise(call.module):
             kwargs = dict(call.kwargs)
             ex = get(kwargs.pop("exercise"))
             probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)))
-            summary = checks.judge(call.check, ex.id, probes, observations)
+            summary = custom_functions.judge(call.check, ex.id, probes, observations)
             count = len(probes)
             return True, f"✓ {check_label(ex.id, call.check)}: {summary} on {count} probe{'s' if count != 1 else ''}", None
         return True, "✓ " + basics.judge(call.check, observations, **call.kwargs), None

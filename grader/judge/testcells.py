@@ -14,20 +14,14 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.spec import registry
+
 
 def exercise_of(grade_id: str) -> str:
     """'sinh-double-backward' -> 'sinh' (the exercise contract: test ids start with '<exercise>-')."""
     return grade_id.split("-", 1)[0]
 
-CHECK_FUNCTIONS = {
-    "checks": {"forward": "forward", "first_derivatives": "first derivatives",
-               "second_derivatives": "second derivatives", "structure": "structure",
-               "forward_mode": "forward mode", "vmap": "vmap"},
-    "basics": {name: name for name in (
-        "check_vjp", "check_vjp_keeps_grad", "check_mean_gradient", "check_mean_gradient_stale",
-        "check_mean_gradient_copy", "check_second_derivative", "check_second_derivative_general",
-        "check_hvp", "check_hvp_forward_over_reverse", "check_penalty_value", "check_penalty_gradient")},
-}
+CHECK_FUNCTIONS = registry.CHECK_FUNCTIONS  # facade -> public name -> check: the registry's (grader.spec.registry)
 
 
 class UnsupportedTestCell(ValueError):
@@ -36,7 +30,7 @@ class UnsupportedTestCell(ValueError):
 
 @dataclass(frozen=True)
 class CheckCall:
-    module: str  # "checks" or "basics"
+    module: str  # the facade: "checks" or "basics" (grader.spec.registry.FACADES)
     check: str  # "first derivatives", "check_vjp", ...
     entry: str  # the expression naming the student's function, e.g. "Square.apply"
     kwargs: dict[str, Any] = field(default_factory=dict)  # literal arguments: exercise, shapes, seed, sizes, ...
@@ -75,7 +69,7 @@ def parse(source: str, grade_id: str = "") -> list[CheckCall]:
     for stmt in tree.body:
         where = f"test cell {grade_id!r}, line {stmt.lineno}"
         if isinstance(stmt, (ast.Import, ast.ImportFrom)) and all(
-                a.name.split(".")[0] in ("grader", "checks", "basics") for a in stmt.names) and (
+                a.name.split(".")[0] in ("grader", *CHECK_FUNCTIONS) for a in stmt.names) and (
                 not isinstance(stmt, ast.ImportFrom) or (stmt.module or "").startswith("grader")):
             continue
         call = stmt.value if isinstance(stmt, ast.Expr) else None
@@ -89,7 +83,7 @@ def parse(source: str, grade_id: str = "") -> list[CheckCall]:
             raise UnsupportedTestCell(f"{where}: write every argument out (no * or ** unpacking)")
         try:
             kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords if kw.arg}
-            if module == "checks":
+            if registry.takes_exercise(module):
                 exercise, fn = call.args
                 kwargs["exercise"] = ast.literal_eval(exercise)
             else:

@@ -10,7 +10,6 @@ code, so it decides nothing.
 
 from __future__ import annotations
 
-import itertools
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -18,19 +17,13 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from grader.judge import diagnosis as dx
-from grader.spec.exercises import Exercise, Probe, _values
+from grader.spec.exercises import Exercise, Probe
+from grader.spec.registry import GRADCHECKED, gradchecked  # noqa: F401 (observe.gradchecked: the judge asks the same)
+from grader.spec.vectors import (  # noqa: F401 (the probe's vectors, also read as observe.<name>)
+    BATCH, batched, grad_output, requires_grad_patterns, second_vectors, tangents,
+)
 
 Obs = dict[str, Any]
-
-
-def grad_output(shape: Sequence[int], seed: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """The grad_output (v) every check uses for a probe, in the probe's dtype; the judge rebuilds the same one."""
-    return _values(tuple(shape), seed + 7).to(dtype)
-
-
-def second_vectors(shapes: Sequence[Sequence[int]], seed: int, dtype: torch.dtype = torch.float64) -> list[torch.Tensor]:
-    """The vectors (u) that second-derivative checks contract the gradients with."""
-    return [_values(tuple(s), seed + 13 + k).to(dtype) for k, s in enumerate(shapes)]
 
 
 def error_info(exc: BaseException, stage: str) -> Obs:
@@ -322,12 +315,6 @@ def _one_hot(node: Any, out: torch.Tensor, v: torch.Tensor) -> list[Any]:
     return grads
 
 
-def requires_grad_patterns(probe: Probe) -> list[tuple[int, ...]]:
-    """Every non-empty, non-full set of tensor inputs requiring grad (the full set is the derivative checks')."""
-    positions = [i for i, x in enumerate(probe.inputs) if isinstance(x, torch.Tensor)]
-    return [p for size in range(1, len(positions)) for p in itertools.combinations(positions, size)]
-
-
 def structure(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
     inputs = probe.fresh()
     result, out, node = _begin(ex, fn, inputs)
@@ -348,21 +335,6 @@ def structure(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
     if len(ex.input_names) > 1:
         result["patterns"] = [_pattern_observation(ex, fn, probe, p) for p in requires_grad_patterns(probe)]
     return result
-
-
-def tangents(probe: Probe) -> list[torch.Tensor]:
-    """The tangent (direction) for each tensor input in forward-mode checks; the judge rebuilds the same."""
-    return [_values(tuple(x.shape), probe.seed + 21 + k).to(x.dtype)
-            for k, x in enumerate(probe.inputs) if isinstance(x, torch.Tensor)]
-
-
-BATCH = 3  # samples vmap maps over
-
-
-def batched(probe: Probe) -> list[torch.Tensor]:
-    """Each tensor input stacked BATCH times with other values, for vmap; the judge rebuilds the same."""
-    return [_values((BATCH, *x.shape), probe.seed + 31 + k).to(x.dtype)
-            for k, x in enumerate(probe.inputs) if isinstance(x, torch.Tensor)]
 
 
 def _first(out: Any) -> Any:
@@ -442,18 +414,6 @@ OBSERVERS: dict[str, Callable[[Exercise, Callable[..., Any], Probe], Obs]] = {
     "forward mode": forward_mode,
     "vmap": vmap,
 }
-
-
-# The derivative checks whose observations carry PyTorch's own verdict (gradcheck / gradgradcheck): on a call's
-# first probe only. Every probe's derivatives are compared with the reference's exactly; what gradcheck adds
-# (backward deterministic, undefined gradients handled, precision lost in float32) does not depend on the shape,
-# and running it on every probe was a fifth of the sandbox's time per notebook.
-GRADCHECKED = frozenset({"first derivatives", "second derivatives"})
-
-
-def gradchecked(check: str, position: int) -> bool:
-    """Whether the observation of ``check`` on the probe at ``position`` runs gradcheck; the judge asks the same."""
-    return check in GRADCHECKED and position == 0
 
 
 def observe(check: str, ex: Exercise, fn: Callable[..., Any], probes: list[Probe]) -> list[Obs]:

@@ -180,6 +180,12 @@ def _unary_extras(name: str, large: bool = False, huge: bool = False) -> Callabl
     return make
 
 
+# The probe makers an exercise's entry may use (README, "To add an exercise"): a unary Function's probes of each
+# shape, and its extra probes (float32; ``large``: |x| in [16, 18]; ``huge``: |x| in [200, 1000]).
+unary_probes = _unary
+unary_extras = _unary_extras
+
+
 def _linear_extras(seed: int) -> list[Probe]:
     """float32; `LinearFunction.apply(x, w)` with two arguments (its docstring promises it); out_features = 1."""
     float32 = _in_dtype(_linear_probes((3, 4, 2), seed)[0], torch.float32)

@@ -255,7 +255,7 @@ class _Classroom:
 
     def _start(self, plugin: TrustedExecute, hide: list[Path]) -> None:
         from grader.isolation import pool as pools
-        from grader import checks
+        from grader.judge import custom_functions
         from grader.judge import runner
         from grader.isolation import sandbox
 
@@ -274,7 +274,7 @@ class _Classroom:
         count = (plugin.workers or None) if plugin.parallel else 1
         # torch's first-use costs of judging (about a second), paid while the workers start and grade the first
         # notebooks, not by the first verdicts: the process mostly waits meanwhile
-        threading.Thread(target=checks.warm_up, name="grader-judge-warm-up").start()
+        threading.Thread(target=custom_functions.warm_up, name="grader-judge-warm-up").start()
         try:
             if address and plugin.pool_class is Pool:
                 pools.discard_early()  # a pool started early on this machine is not the one asked for
