@@ -289,7 +289,7 @@ def test_what_has_no_history_is_what_forward_made_and_did_not_return():
     intermediate has none either way. That, not the attribute, is why SinhBad has no second derivative."""
     import torch
 
-    from grader.judge import diagnosis as dx
+    from grader.sandboxed import evidence as dx
     from grader.sandboxed import observe
     from grader.spec.exercises import get
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from grader.judge import diagnosis as dx
+from grader.sandboxed import evidence as dx
 from grader.spec.exercises import Exercise, Probe, _values
 
 Obs = dict[str, Any]
