@@ -56,10 +56,8 @@ import torch.func
 
 torch._functorch.predispatch.lazy_load_decompositions()  # vmap loads them on first use: once, here, before the guard
 
-from grader import basics, secondorder
-from grader.judge import diagnosis
 from grader.spec import exercises
-from grader.sandboxed import observe, policy
+from grader.sandboxed import observe, observe_functions, policy
 from grader.sandboxed.guarded import TABLES_UNGUARDED, grader_modules
 from grader.boundary import wire
 from grader.spec.exercises import get
@@ -579,7 +577,7 @@ def observe_call(call: dict[str, Any], namespace: dict[str, Any], after: Callabl
         ex = get(kwargs.pop("exercise"))
         probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)))
         return observe.observe(call["check"], ex, fn, probes)
-    return basics.observe(call["check"], fn, namespace=namespace, **kwargs)
+    return observe_functions.observe(call["check"], fn, namespace=namespace, **kwargs)
 
 
 def _guarded(fn: Any, current: list[Any]) -> Any:
