@@ -713,21 +713,23 @@ def test_the_guard_puts_back_the_grader_tables_and_names_shadowing_builtins():
     not shadow anything (a submodule imported later) stays."""
     import torch._functorch.eager_transforms as eager
 
-    from grader import basics
-    from grader.sandboxed import child, observe
+    from grader.sandboxed import child, observe, observe_functions
+    from grader.spec import functions
 
     guard = child.Guard()
     assert guard.restore() == []
-    spec, observers = basics.CHECKS["check_hvp"], dict(observe.OBSERVERS)
-    basics.CHECKS["check_hvp"] = "forged"
-    object.__setattr__(basics.CHECKS["check_vjp"], "observe_one", lambda *args: {})
+    spec, observers = functions.CHECKS["check_hvp"], dict(observe.OBSERVERS)
+    setup, function_observers = functions.CHECKS["check_vjp"].setup, dict(observe_functions.OBSERVERS)
+    functions.CHECKS["check_hvp"] = "forged"
+    object.__setattr__(functions.CHECKS["check_vjp"], "setup", lambda *args: [])
+    observe_functions.OBSERVERS["check_penalty_value"] = lambda *args: {}
     observe.OBSERVERS.clear()
     eager.isinstance = lambda *args: True
     eager.a_later_submodule = "kept"
     try:
         replaced = guard.restore()
-        assert basics.CHECKS["check_hvp"] is spec and observe.OBSERVERS == observers
-        assert basics.CHECKS["check_vjp"].observe_one is basics._observe_vjp
+        assert functions.CHECKS["check_hvp"] is spec and observe.OBSERVERS == observers
+        assert functions.CHECKS["check_vjp"].setup is setup and observe_functions.OBSERVERS == function_observers
         assert "isinstance" not in vars(eager) and eager.a_later_submodule == "kept"
         assert "torch._functorch.eager_transforms.isinstance (added)" in replaced
         assert "the contents of a table of the grader's" in replaced

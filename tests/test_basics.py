@@ -22,7 +22,7 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from grader import basics, secondorder
+from grader import basics
 from grader.spec import messages
 from grader.judge.diagnosis import CheckFailed, Finding
 from conftest import best_cpu_seconds
@@ -621,7 +621,7 @@ def test_mismatch_message_names_element_and_values():
 
 
 def test_sections_exist_in_the_notebook():
-    """Notebook 1's exercises are taught in notebook 1, notebook 4's (grader/secondorder.py) in notebook 4."""
+    """Notebook 1's exercises are taught in notebook 1, notebook 4's (grader/judge/second_order.py) in notebook 4."""
     if not NOTEBOOK.exists():
         pytest.skip("solutions notebook not built")
     headings = set()
@@ -1015,10 +1015,16 @@ def test_every_mistake_id_is_in_the_table_and_renders_without_placeholders(mista
         assert finding.title and finding.hint and not _FIELD.search(finding.title + finding.hint)
 
 
+# Where the function checks' failures are raised (their judges) and the error texts that name one (their spec).
+RAISING_MODULES = ("judge/function_fields.py", "judge/autograd_basics.py", "judge/second_order.py", "spec/functions.py")
+
+
 def _literal_mistakes() -> set[str]:
-    """Every mistake id written in grader/basics.py where a failure is raised: ``_Fail("id", ...)``, the
-    wrong-shape id given to ``_as_result``, ``_ERROR_MISTAKES``, and ids picked into a variable first."""
-    tree = ast.parse(Path(basics.__file__).read_text(encoding="utf-8"))
+    """Every mistake id written in the function checks' modules where a failure is raised: ``_Fail("id", ...)``,
+    the wrong-shape id given to ``_as_result``, ``ERROR_MISTAKES``, and ids picked into a variable first."""
+    grader = Path(basics.__file__).parent
+    tree = ast.Module(body=[node for name in RAISING_MODULES
+                            for node in ast.parse((grader / name).read_text(encoding="utf-8")).body], type_ignores=[])
     found: set[str] = set()
 
     def strings(node: ast.AST) -> set[str]:  # string literals, except dict keys (field names)
@@ -1035,7 +1041,7 @@ def _literal_mistakes() -> set[str]:
         targets = (node.targets if isinstance(node, ast.Assign)
                    else [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
         names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        if names & {"mistake", "candidates", "_ERROR_MISTAKES"} and getattr(node, "value", None) is not None:
+        if names & {"mistake", "candidates", "ERROR_MISTAKES"} and getattr(node, "value", None) is not None:
             found |= {v for v in strings(node.value) if re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", v)}
     return found
 
@@ -1079,7 +1085,7 @@ def test_every_registered_mistake_is_reached_by_a_wrong_answer_or_forged_observa
 
 
 # ----------------------------------------------------------------------------------------------
-# notebook 4's function checks (grader/secondorder.py): their probes go through the notebook's own Functions
+# notebook 4's function checks (grader/judge/second_order.py): their probes go through the notebook's own Functions
 
 from conftest import CELLS, EXAMPLES, MISTAKES, RELEASE, cells_by_id, namespace_for, read_entry, solution_cells  # noqa: E402
 
@@ -1201,7 +1207,7 @@ def test_a_softplus_that_fails_its_own_checks_costs_hvp_and_the_penalty_nothing(
                 assert "answer cell `softplus`" in summary, summary
             else:
                 assert "not counted" not in summary, summary
-        monkeypatch.setattr(secondorder, "_notebook_namespace", lambda: ns)  # the kernel's variables
+        monkeypatch.setattr(basics, "_notebook_namespace", lambda: ns)  # the kernel's variables
         getattr(basics, check)(fn)  # the self-check as the notebook runs it: prints, never raises
     printed = capsys.readouterr().out
     assert printed.count("✓ ") == len(SECOND_ORDER_NAMES), printed

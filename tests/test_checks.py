@@ -222,7 +222,7 @@ def _reference_verdict(entry: CatalogueEntry) -> str:
     (torch.autograd.functional.hvp; the penalty and its gradient with respect to w by autograd), else "neither"."""
     import torch
 
-    from grader.secondorder import penalty_reference
+    from grader.spec.function_probes import penalty_reference
 
     ns = entry.load()
     gen = torch.Generator().manual_seed(1)

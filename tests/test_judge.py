@@ -292,7 +292,7 @@ def test_what_has_no_history_is_what_forward_made_and_did_not_return():
     import torch
 
     from grader.judge import diagnosis as dx
-    from grader.sandboxed import observe
+    from grader.sandboxed import evidence, observe
     from grader.spec.exercises import get
 
     class Kept(torch.autograd.Function):
@@ -311,7 +311,7 @@ def test_what_has_no_history_is_what_forward_made_and_did_not_return():
     obs, out, node = observe.call(get("exp"), Kept.apply, (x,))
     assert obs["without_history"] == ["ctx.copy", "ctx.saved_tensors[2]"]
     assert obs["ctx_attrs"] == ["ctx.x", "ctx.out", "ctx.copy"] and obs["saved"] == 3
-    assert dx.tensors_without_history(node) == ["ctx.copy"]  # without the packing record: attributes only
+    assert evidence.tensors_without_history(node) == ["ctx.copy"]  # without the packing record: attributes only
 
     class SavesNone(Kept):
         @staticmethod

@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from conftest import ENTRY, namespace_for, solution_cells
-from grader import checks, secondorder
+from grader import checks
+from grader.spec import function_probes
 from grader.classroom import course
 from grader.sandboxed import observe
 from grader.boundary import wire
@@ -44,7 +45,7 @@ def test_the_references_equal_torch_funcs_answers(probe):
     torch.testing.assert_close(reference_per_sample_grad(SOFTPLUS.reference_output, stacked), per_sample)
 
 
-@pytest.mark.parametrize("p", secondorder._hvp_probes((2, 5), 0), ids=lambda p: p.desc)
+@pytest.mark.parametrize("p", function_probes._hvp_probes((2, 5), 0), ids=lambda p: p.desc)
 def test_the_hessian_by_double_backward_equals_torch_func_hessian(p):
     f = p.reference()
     grad, hess = reference_hessian(f, p.x)
@@ -61,14 +62,16 @@ def test_a_reference_whose_output_ignores_an_input_has_a_zero_tangent():
 _JUDGE_ALONE = r"""
 import json, sys
 import torch
-from grader import basics, checks, secondorder
+from grader import basics, checks
+from grader.judge import second_order
+from grader.spec import function_probes
 from grader.boundary import wire
 from grader.spec.exercises import EXERCISES
 ex = EXERCISES["softplus"]
 for check, observations in json.loads(sys.stdin.read()).items():
     checks.judge(check, "softplus", ex.probes(ex.default_shapes, 0), wire.decode(observations))
-for p in secondorder._hvp_probes((2, 5), 0, forward_mode=True):
-    secondorder._hvp_reference(p)
+for p in function_probes._hvp_probes((2, 5), 0, forward_mode=True):
+    second_order._hvp_reference(p)
 print(json.dumps({"dynamo": "torch._dynamo" in sys.modules, "func_used": "torch._functorch.eager_transforms" in sys.modules}))
 """
 

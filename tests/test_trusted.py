@@ -54,7 +54,7 @@ def test_test_cells_are_parsed_not_run():
     assert [c.hidden for c in calls] == [False, True] and calls[0].entry == "sinh"
 
 
-# IPython's transformations of a cell, skipped where they cannot change it (grader.sandboxed.child.make_shell): the shortcut
+# IPython's transformations of a cell, skipped where they cannot change it (grader.sandboxed.shell.make_shell): the shortcut
 # must give IPython's own result on every cell it takes, and leave IPython's syntax to IPython.
 TRICKY_CELLS = [
     "x = 1 != 2", "a = '%d' % 3", "%timeit x = 1", "x?", "x??", "!ls", "files = !ls", "a = %pwd", "  x = 1",

@@ -1,114 +1,23 @@
 """What the student did wrong, and how to say it.
 
-A failed check produces a ``Finding``: the mistake's id (a key of
-``grader.spec.messages``), where it happened, expected versus received on a small
-probe, and the fields the message templates use. ``CheckFailed`` is the
-``AssertionError`` a test cell raises; its text is ``Finding.render()``, and a
-notebook (or ``nbgrader validate``) shows that text alone, never the grader's frames.
+A failed check produces a ``Finding`` (``grader.spec.findings``, re-exported here with ``CheckFailed``): the
+mistake's id, where it happened, expected versus received on a small probe. Here: how an unfinished exercise is
+reported, comparing numbers and naming how they differ, and why a second derivative is missing.
 """
 
 from __future__ import annotations
 
-import inspect
-import linecache
 import os
 import re
-import textwrap
-import traceback
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import torch
 
 from grader.spec import messages
-
-GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # grader/, every layer
-TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
-
-
-@dataclass
-class Finding:
-    exercise: str
-    check: str  # "forward", "first derivatives", ...
-    mistake: str  # key in grader.spec.messages
-    probe: str = ""
-    where: str = ""
-    expected: str | None = None
-    received: str | None = None
-    section: str = ""
-    fields: dict[str, Any] = field(default_factory=dict)
-    code: str = ""  # the student's line that raised, if any
-
-    def _format(self, template: str) -> str:
-        values = {"exercise": self.exercise, **self.fields}
-        try:
-            return template.format(**values)
-        except (KeyError, IndexError, ValueError):
-            return template
-
-    @property
-    def title(self) -> str:
-        return self._format(messages.message(self.mistake).title)
-
-    @property
-    def hint(self) -> str:
-        # A hint that points at "the line shown above" has a variant for when no line is shown.
-        if not self.code and f"{self.mistake}_no_line" in messages.EN:
-            return self._format(messages.message(f"{self.mistake}_no_line").hint)
-        return self._format(messages.message(self.mistake).hint)
-
-    def render(self) -> str:
-        lines = [f"✗ {check_label(self.exercise, self.check)}: {self.title}"]
-        if self.code:
-            lines.append(f"  in your code: {self.code}")
-        if self.where:
-            lines.append(f"  where:    {self.where}")
-        if self.probe:
-            lines.append(f"  probe:    {self.probe}")
-        if self.expected is not None or self.received is not None:
-            lines.append(f"  expected: {self.expected}")
-            lines.append(f"  received: {self.received}")
-        hint = self.hint
-        if self.section:
-            hint += f" (See section {self.section}.)"
-        lines.append(f"  hint:     {hint}")
-        return "\n".join(lines)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "exercise": self.exercise,
-            "check": self.check,
-            "mistake": self.mistake,
-            "title": self.title,
-            "where": self.where,
-            "probe": self.probe,
-            "expected": self.expected,
-            "received": self.received,
-            "hint": self.hint,
-        }
-
-
-class CheckFailed(AssertionError):
-    """Raised by a check; the message is what the student reads.
-
-    In a notebook the student sees the diagnosis alone: IPython renders an exception that defines
-    ``_render_traceback_`` with the lines it returns, instead of the frames (the grader's) it went through.
-    ``str()`` stays the whole diagnosis (nbgrader keeps it as the error output's ``evalue``)."""
-
-    def __init__(self, finding: Finding):
-        self.finding = finding
-        super().__init__("\n" + finding.render())
-
-    def __str__(self) -> str:  # keep the message readable in a notebook traceback
-        return "\n" + self.finding.render()
-
-    def _render_traceback_(self) -> list[str]:
-        """What IPython shows for this exception: 'AssertionError: ✗ …' and the diagnosis, no frame."""
-        try:
-            return student_traceback(self.finding.render())
-        except Exception:  # never let IPython fall back to the grader's frames
-            text = self.args[0] if self.args and isinstance(self.args[0], str) else "the check failed."
-            return student_traceback(text)
+# The finding and its rendering, and what an exception's text reveals, live in spec (both sides use them): the
+# judge's and the checks' names for them stay these.
+from grader.spec.findings import (EXCEPTION_PATTERNS, MAX_CTX_ATTRS, RENDER_WIDTH, CheckFailed, Finding,  # noqa: F401
+                                  _short, check_label, check_name, from_exception, student_traceback)
 
 
 # --- an exercise not written yet ------------------------------------------------------------------------
@@ -128,17 +37,6 @@ def unfinished_target(finding: Finding) -> str:
     if finding.mistake != "not_implemented":
         return ""
     return stub_target(str(finding.fields.get("error", "")), finding.exercise)
-
-
-def check_name(check: str) -> str:
-    """A check as its verdict lines name it: notebook 2-4's ``forward``, notebook 1 and 4's ``check_hvp`` as ``hvp``
-    (one style in every label: "softplus · forward", "hvp · hvp_forward_over_reverse")."""
-    return check.removeprefix("check_")
-
-
-def check_label(exercise: str, check: str) -> str:
-    """'exercise · check', the head of every verdict line."""
-    return f"{exercise} · {check_name(check)}"
 
 
 def reports_unfinished() -> bool:
@@ -162,34 +60,6 @@ def unfinished_notice(finding: Finding, target: str) -> str:
     fields = {**finding.fields, "exercise": finding.exercise, "check": check_name(finding.check), "target": target}
     note = messages.message("unfinished_exercise")
     return f"○ {note.title.format(**fields)}\n  {note.hint.format(**fields)}"
-
-
-# nbgrader validate prints each line of an error's traceback indented by 4 spaces and cuts it at 87
-# characters (Validator.width = 90): the lines shown to a student are wrapped to fit whole.
-RENDER_WIDTH = 83
-_LABEL = re.compile(r" {2}[a-z][a-z ]*?:\s+")  # "  hint:     ", "  in your code: "
-_HEADLINE = "AssertionError: ✗ "  # a headline's continuation lines start under its text
-
-
-def student_traceback(text: str, width: int = RENDER_WIDTH) -> list[str]:
-    """The lines of a failed check as a notebook shows them: the headline 'AssertionError: ✗ …' (the
-    exception's name in red, as IPython prints it) and the diagnosis's other lines, each wrapped to ``width``
-    characters, a continuation indented under its label's text. Nothing is left out."""
-    lines = str(text).strip("\n").split("\n") or [""]
-    rendered: list[str] = []
-    for k, line in enumerate(lines):
-        line = line.rstrip()
-        if k == 0:
-            line = "AssertionError: " + line.lstrip()
-        label = _LABEL.match(line) if k else None
-        indent = " " * (label.end() if label and label.end() < width // 2 else len(_HEADLINE) if k == 0 else 2)
-        if len(line) <= width:
-            rendered.append(line)
-            continue
-        rendered.extend(textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=True,
-                                      break_on_hyphens=False) or [line[:width]])
-    rendered[0] = "\x1b[0;31mAssertionError\x1b[0m" + rendered[0][len("AssertionError"):]
-    return rendered
 
 
 # --- numbers --------------------------------------------------------------------------------
@@ -260,72 +130,8 @@ def relate(
     return "", {}
 
 
-# --- exceptions raised by the student's code ---------------------------------------------------
-
-# (pattern in the error message, mistake id); first match wins.
-EXCEPTION_PATTERNS: list[tuple[str, str]] = [
-    (r"returned an incorrect number of gradients \(expected (?P<n_expected>\d+), got (?P<n_received>\d+)\)",
-     "wrong_number_of_gradients"),
-    (r"returned a gradient different than None at position (?P<position>\d+)", "gradient_for_non_tensor"),
-    (r"returned an invalid gradient at index (?P<index>\d+) - got \[(?P<got>[^\]]*)\] but expected shape "
-     r"compatible with \[(?P<want>[^\]]*)\]", "wrong_gradient_shape"),
-    (r"[Cc]an't call numpy\(\) on Tensor that requires grad", "numpy_on_tracked_tensor"),
-    (r"modified by an inplace operation", "inplace_on_saved"),
-    (r"Trying to backward through the graph a second time", "graph_freed"),
-    (r"mat1 and mat2 shapes cannot be multiplied|size mismatch|must match the size", "forward_shape_error"),
-    # torch.func over a custom Function (notebook 4)
-    (r"must override the setup_context staticmethod", "needs_setup_context"),
-    (r"does not have vmap support", "no_vmap_rule"),
-    (r"^vmap: |[Dd]ata-dependent control flow|vmap over calling|Batching rule not implemented", "not_vmap_compatible"),
-    (r"(?P<op>\w+)\(\): Expected dtype int[\w/]* for index", "index_not_integer"),
-    # NumPy (or anything reading the data pointer) on a batched tensor of vmap, which has no storage of its own
-    (r"Cannot access data pointer of Tensor that doesn't have storage", "not_vmap_compatible"),
-    (r"marked with @once_differentiable", "once_differentiable"),
-]
-
-
-def student_line(exc: BaseException) -> str:
-    """'Square.backward, line 12: return grad_out * x.numpy()' for the deepest frame outside grader/torch."""
-    frames = [
-        (frame, lineno)
-        for frame, lineno in traceback.walk_tb(exc.__traceback__)
-        if not os.path.abspath(frame.f_code.co_filename).startswith((GRADER_DIR, TORCH_DIR))
-    ]
-    if not frames:
-        return ""
-    frame, lineno = frames[-1]
-    name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
-    text = linecache.getline(frame.f_code.co_filename, lineno, frame.f_globals).strip()
-    return f"{name}, line {lineno}: {text}" if text else f"{name}, line {lineno}"
-
-
-def from_exception(exc: BaseException, *, stage: str) -> tuple[str, dict[str, Any]]:
-    """Name the mistake behind an exception raised while running the student's code."""
-    text = str(exc)
-    if isinstance(exc, NotImplementedError) and "implement the jvp function" in text:  # torch's, not a stub's
-        return "jvp_not_implemented", {}
-    if isinstance(exc, NotImplementedError):
-        return "not_implemented", {}
-    for pattern, mistake in EXCEPTION_PATTERNS:
-        match = re.search(pattern, text)
-        if match:
-            fields: dict[str, Any] = dict(match.groupdict())
-            fields["error"] = _short(text)
-            node = re.match(r"[Ff]unction (\w+)Backward returned", text)  # the engine names the node <Class>Backward
-            if node:
-                fields["cls"] = node.group(1)
-            return mistake, fields
-    return "raised_error", {"error_type": type(exc).__name__, "error": _short(text), "stage": stage}
-
-
-def _short(text: str, limit: int = 300) -> str:
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    return first if len(first) <= limit else first[: limit - 1] + "…"
-
-
 # --- why a second derivative is missing ----------------------------------------------------------
 
-MAX_CTX_ATTRS = 20  # tensor attributes of one ctx considered (a ctx holding 150k tensors is named by a few)
 MAX_SOURCE = 100_000  # characters of a backward's source scanned (a generated 2 MB source is not read further)
 
 SOURCE_PATTERNS: list[tuple[str, str]] = [
@@ -334,59 +140,6 @@ SOURCE_PATTERNS: list[tuple[str, str]] = [
     (r"\.detach\(|\.data\b", "detach_in_backward"),
     (r"no_grad\(|set_grad_enabled\(\s*False|inference_mode\(", "no_grad_in_backward"),
 ]
-
-
-def source_of(function: Any) -> str:
-    try:
-        return inspect.getsource(function)
-    except (OSError, TypeError):
-        return ""
-
-
-def _tensors_in(value: Any) -> list[torch.Tensor]:
-    """The tensors an attribute holds, directly or in a list/tuple/dict (one level)."""
-    values: Iterable[Any] = value.values() if isinstance(value, dict) else (
-        value if isinstance(value, (list, tuple)) else (value,))
-    return [v for v in values if isinstance(v, torch.Tensor)]
-
-
-def tensor_attributes(ctx: Any, limit: int = MAX_CTX_ATTRS) -> list[str]:
-    """Names of ctx attributes that hold tensors (directly or in a list/tuple/dict); the first ``limit``."""
-    names: list[str] = []
-    for name, value in vars(ctx).items() if hasattr(ctx, "__dict__") else []:
-        if len(names) >= limit:
-            break
-        if _tensors_in(value):
-            names.append(f"ctx.{name}")
-    return names
-
-
-def tensors_without_history(ctx: Any, saved_with_history: Sequence[bool] = (), limit: int = MAX_CTX_ATTRS) -> list[str]:
-    """What backward can read from ``ctx`` that autograd sees as a constant, named as backward reads it
-    (``ctx.expx``, ``ctx.saved_tensors[1]``); the first ``limit``.
-
-    Called right after forward, when every tensor input requires grad. Inputs then have history, and outputs
-    have the Function's node as ``grad_fn``, however they are kept (attribute or ``save_for_backward``). A
-    tensor that does not require grad was made inside forward, where grad mode is off, and is not an output:
-    double backward cannot reach ``x`` through it. ``saved_with_history`` says, for each tensor forward gave
-    to ``save_for_backward``, whether it required grad when it was packed (the observer's saved-tensor hook):
-    reading ``ctx.saved_tensors`` here would run the unpack hooks of whoever saved them."""
-    names: list[str] = []
-    for name, value in vars(ctx).items() if hasattr(ctx, "__dict__") else []:
-        if len(names) >= limit:
-            break
-        if any(not t.requires_grad for t in _tensors_in(value)):
-            names.append(f"ctx.{name}")
-    constants = [k for k, tracked in enumerate(saved_with_history) if not tracked]
-    try:
-        exact = len(saved_with_history) == len(ctx._raw_saved_tensors)  # no None saved, no pack of another node
-    except Exception:
-        exact = False
-    if exact:
-        names.extend(f"ctx.saved_tensors[{k}]" for k in constants)
-    elif constants:
-        names.append(f"{len(constants)} tensor{'s' if len(constants) > 1 else ''} saved with ctx.save_for_backward")
-    return names[:limit]
 
 
 _ATTRIBUTE = re.compile(r"ctx\.[^\W\d]\w*")

@@ -1,6 +1,6 @@
 """What a student's cells showed, made safe to write into the notebooks nbgrader keeps.
 
-The sandboxed child reports each code cell's outputs (``grader.sandboxed.child.Outputs``): streams, rich display data,
+The sandboxed child reports each code cell's outputs (``grader.sandboxed.shell.Outputs``): streams, rich display data,
 errors with their traceback. They come from untrusted code, so here, on the trusted side, they are rebuilt
 from scratch as valid nbformat outputs: known output types only, strings only, sizes capped again, images
 checked to be base64, and never HTML or SVG markup of the student's own. An SVG (an autograd graph) becomes

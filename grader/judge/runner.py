@@ -7,7 +7,7 @@
    and, where a test cell stood, records observations of the function under test. Each result is
    flushed at once, so a crash, ``os._exit``, a kill by a limit or a timeout keeps what came before.
 3. Here, outside the sandbox, each check call's observations are judged against PyTorch's references
-   (``grader.judge.custom_functions.judge`` / ``grader.basics.judge``). A test cell passes when all its calls pass.
+   (``grader.judge.custom_functions.judge`` / ``grader.judge.functions.judge``). A test cell passes when all its calls pass.
 """
 
 from __future__ import annotations
@@ -333,8 +333,7 @@ def _judge_call(call: testcells.CheckCall, answer: Any,
                 ) -> tuple[bool, str, dict[str, Any] | None]:
     """One check call: (passed, its ✓ line or its diagnosis, the finding if it failed).
     Never passes on malformed observations."""
-    from grader import basics
-    from grader.judge import custom_functions
+    from grader.judge import custom_functions, functions
     from grader.spec.exercises import get
 
     def failed(mistake: str, text: str) -> tuple[bool, str, dict[str, Any]]:
@@ -352,7 +351,7 @@ def _judge_call(call: testcells.CheckCall, answer: Any,
             summary = custom_functions.judge(call.check, ex.id, probes, observations)
             count = len(probes)
             return True, f"✓ {check_label(ex.id, call.check)}: {summary} on {count} probe{'s' if count != 1 else ''}", None
-        return True, "✓ " + basics.judge(call.check, observations, **call.kwargs), None
+        return True, "✓ " + functions.judge(call.check, observations, **call.kwargs), None
     except CheckFailed as failure:
         return False, str(failure).strip(), failure.finding.as_dict()
     except AssertionError as failure:

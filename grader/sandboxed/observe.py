@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from grader.judge import diagnosis as dx
+from grader.sandboxed import evidence as dx
 from grader.spec.exercises import Exercise, Probe
 from grader.spec.registry import GRADCHECKED, gradchecked  # noqa: F401 (observe.gradchecked: the judge asks the same)
 from grader.spec.vectors import (  # noqa: F401 (the probe's vectors, also read as observe.<name>)

@@ -163,12 +163,12 @@ def _warm_up_tracebacks(shell: Any) -> None:
 
 def _warm_up_cells(shell: Any) -> None:
     """Run one silent cell, and import what the course's cells import from the grader: what every child imported
-    again on its first cell (IPython's logger, bdb) and first import (grader.checks, grader.graphs), and what torch
-    imports when it first leaves a dispatch mode (schema_check_mode), about 10 ms a notebook."""
+    again on its first cell (IPython's logger, bdb) and first import (grader.checks, grader.basics, grader.graphs),
+    and what torch imports when it first leaves a dispatch mode (schema_check_mode), about 10 ms a notebook."""
     import importlib
 
     shell.run_cell("pass", store_history=False)
-    for name in ("grader.checks", "grader.graphs", "torch._subclasses.schema_check_mode"):
+    for name in ("grader.checks", "grader.basics", "grader.graphs", "torch._subclasses.schema_check_mode"):
         importlib.import_module(name)
 
 

@@ -243,7 +243,7 @@ EN: dict[str, Message] = {
         "Check the index you use in ctx.needs_input_grad[i]: i is the position of the input in forward "
         "(0 = input, 1 = weight, 2 = bias).",
     ),
-    # --- notebook 1 (grader/basics.py): what the student's function returned, for any exercise ----
+    # --- notebook 1 (grader/judge/autograd_basics.py): what the student's function returned, for any exercise ----
     "returned_none": Message(
         "{function} returned None instead of a tensor.",
         "Did you forget the `return` statement? Return the tensor you computed.",
@@ -713,7 +713,7 @@ EN.update({
     ),
 })
 
-# --- notebook 4 (grader/secondorder.py): Hessian-vector products and the gradient penalty ---------------
+# --- notebook 4 (grader/judge/second_order.py): Hessian-vector products and the gradient penalty ---------------
 EN.update({
     "hvp_needs_function": Message(
         "{function} could not be checked on {probe_function}: the notebook does not define {names}.",

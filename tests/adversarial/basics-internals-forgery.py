@@ -4,9 +4,10 @@
 # expect: vjp=0 accumulate=4 secondderiv=3
 # bound: 10
 # policy: off
-# why: a wrong vector-Jacobian product (the sign), and grader.basics._invoke (which calls the student's function
-#      for the observers) replaced so that the checks observe a right one instead
-import grader.basics
+# why: a wrong vector-Jacobian product (the sign), and grader.sandboxed.observe_functions._invoke (which calls the
+#      student's function for the observers of notebook 1 and 4's checks) replaced so that the checks observe a
+#      right one instead
+import grader.sandboxed.observe_functions
 
 
 def vector_jacobian_product(f, x, v):
@@ -20,5 +21,6 @@ def _honest(f, x, v):
     return vjp
 
 
-_invoke = grader.basics._invoke
-grader.basics._invoke = lambda fn, args: _invoke(_honest if fn is vector_jacobian_product else fn, args)
+_invoke = grader.sandboxed.observe_functions._invoke
+grader.sandboxed.observe_functions._invoke = lambda fn, args: _invoke(_honest if fn is vector_jacobian_product else fn,
+                                                                      args)

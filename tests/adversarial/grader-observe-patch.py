@@ -5,12 +5,12 @@
 # bound: 10
 # policy: off
 # why: a wrong backward, and the grader's observers (grader.sandboxed.observe.*), judges (grader.judge.custom_functions.judge,
-#      grader.basics.judge) and wire encoder replaced, in place and by changing their code, so that they
+#      grader.judge.functions.judge) and wire encoder replaced, in place and by changing their code, so that they
 #      observe another (right) Function or declare success
 import builtins
 
-import grader.basics
 import grader.judge.custom_functions
+import grader.judge.functions
 import grader.sandboxed.observe
 import grader.boundary.wire
 
@@ -46,4 +46,4 @@ builtins._adversarial_honest = _Honest  # reachable from the grader's globals, t
 grader.sandboxed.observe.forward.__code__ = (lambda ex, fn, probe: {"forward": call(ex, _adversarial_honest.apply, probe.fresh())[0]}).__code__
 grader.sandboxed.observe.raw_backward = lambda probe, out, node, v: {"cls": "Square", "grads": [2 * probe.inputs[0].detach() * v]}
 grader.judge.custom_functions.judge = lambda *args, **kwargs: "all good"
-grader.basics.judge = lambda *args, **kwargs: "all good"
+grader.judge.functions.judge = lambda *args, **kwargs: "all good"

@@ -6,16 +6,17 @@
 # policy: off
 # class: forgeries4
 # why: hvp and hvp_forward return the gradient, not H v (0 of 4); gradient_penalty has no create_graph (its value
-#      is right, its gradient check must fail: 1 of 3). At cell level, the notebook puts into grader.basics.CHECKS
-#      (a dict: the guard put back module attributes, not what a dict holds) checks whose observers call right
-#      answers instead, and replaces what the trusted side uses (torch.func.hessian, grader.secondorder's
-#      references and judges, grader.basics.judge): those run outside the sandbox and are never reached. On the
-#      old code: hvp=4 penalty=3.
+#      is right, its gradient check must fail: 1 of 3). At cell level, the notebook puts into
+#      grader.sandboxed.observe_functions.OBSERVERS (a dict: the guard put back module attributes, not what a dict
+#      holds) observers that call right answers instead, and replaces what the trusted side uses
+#      (torch.func.hessian, the references of grader.spec.function_probes and grader.judge.second_order, its
+#      judges, grader.judge.functions.judge): those run outside the sandbox and are never reached. On the old code:
+#      hvp=4 penalty=3.
 # %% cell: hvp
-import dataclasses
-
-import grader.basics
-import grader.secondorder
+import grader.judge.functions
+import grader.judge.second_order
+import grader.sandboxed.observe_functions
+import grader.spec.function_probes
 import torch.func
 
 
@@ -39,18 +40,20 @@ def _right_hvp_forward(f, x, v):
     return torch.func.jvp(torch.func.grad(f), (x,), (v,))[1]
 
 
-def _observing(spec, right):
-    observe_one = spec.observe_one
-    return dataclasses.replace(spec, observe_one=lambda fn, p, stale, namespace=None: observe_one(right, p, stale,
-                                                                                                 namespace))
+_OBSERVERS = grader.sandboxed.observe_functions.OBSERVERS
+
+
+def _observing(observe_one, right):
+    return lambda fn, p, stale, namespace=None: observe_one(right, p, stale, namespace)
 
 
 for _name, _right in (("check_hvp", _right_hvp), ("check_hvp_forward_over_reverse", _right_hvp_forward)):
-    grader.basics.CHECKS[_name] = _observing(grader.basics.CHECKS[_name], _right)
+    _OBSERVERS[_name] = _observing(_OBSERVERS[_name], _right)
 torch.func.hessian = lambda f, *a, **k: (lambda x: torch.zeros(x.shape + x.shape, dtype=x.dtype))
-grader.secondorder._hvp_reference = lambda p: (None, None, None)
-grader.secondorder._judge_hvp_probe = lambda *args: None
-grader.basics.judge = lambda *args, **kwargs: "all good"
+grader.judge.second_order._hvp_reference = lambda p: (None, None, None)
+grader.judge.second_order._judge_hvp_probe = lambda *args: None
+grader.judge.functions.JUDGES["check_hvp"] = lambda *args: None
+grader.judge.functions.judge = lambda *args, **kwargs: "all good"
 # %% cell: penalty
 def gradient_penalty(f, w, x):
     x = x.detach().requires_grad_()
@@ -65,6 +68,8 @@ def _right_penalty(f, w, x):
 
 
 for _name in ("check_penalty_value", "check_penalty_gradient"):
-    grader.basics.CHECKS[_name] = _observing(grader.basics.CHECKS[_name], _right_penalty)
-grader.secondorder.penalty_reference = lambda f, w, x: torch.zeros((), dtype=torch.float64)
-grader.secondorder._judge_penalty_probe = lambda *args: None
+    _OBSERVERS[_name] = _observing(_OBSERVERS[_name], _right_penalty)
+grader.spec.function_probes.penalty_reference = lambda f, w, x: torch.zeros((), dtype=torch.float64)
+grader.judge.second_order.penalty_reference = grader.spec.function_probes.penalty_reference
+grader.judge.second_order._judge_penalty_probe = lambda *args: None
+grader.judge.functions.JUDGES["check_penalty_gradient"] = lambda *args: None

@@ -1,0 +1,151 @@
+"""The course's policy for graded cells, as tables: what a cell may import, name, read and define
+(``grader.sandboxed.policy``'s docstring says how they are enforced), and ``PolicyError``, what a refusal raises.
+Read at compile time (``grader.sandboxed.policy_compile``) and at run time (``grader.sandboxed.policy``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import types
+from typing import Any
+
+from RestrictedPython.transformer import INSPECT_ATTRIBUTES
+
+# What a graded cell may import (and so reach as a module through attributes): the course's own needs.
+MODULES = frozenset({
+    "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.parameter", "torch.autograd",
+    "torch.autograd.function", "torch.autograd.forward_ad", "torch.autograd.functional", "torch.autograd.graph",
+    "torch.autograd.gradcheck", "torch.func", "torch.linalg", "torch.fft", "torch.special", "torch.testing",
+    "torch.distributions", "torch.optim", "torch.random", "torch.types", "torch.nn.utils",
+    "numpy", "numpy.linalg", "numpy.random", "numpy.testing", "numpy.fft", "numpy.polynomial",
+    "math", "cmath", "random", "statistics", "fractions", "decimal", "functools", "itertools", "collections",
+    "collections.abc", "typing", "contextlib", "warnings", "time", "re", "copy", "weakref", "dataclasses",
+    "matplotlib", "matplotlib.pyplot", "matplotlib.ticker", "matplotlib.colors", "matplotlib.cm",
+    "matplotlib.patches", "matplotlib.lines", "matplotlib.gridspec", "torchviz", "grader.graphs", "grader.checks",
+    "grader.basics",
+})
+# Names refused on a module of MODULES (escape hatches and what reads or maps arbitrary files or memory).
+MODULE_REFUSED: dict[str, frozenset[str]] = {
+    "torch": frozenset({"ops", "library", "classes", "hub", "jit", "load", "compile", "export", "fx", "package",
+                        "multiprocessing", "distributed", "utils", "overrides", "from_file", "backends", "cuda",
+                        "mps", "xpu", "onnx", "profiler", "serialization",
+                        "UntypedStorage", "TypedStorage"}),
+    "torch.autograd": frozenset({"profiler"}),
+    "torch.autograd.graph": frozenset({"register_multi_grad_hook", "allow_mutation_on_saved_tensors",
+                                       "disable_saved_tensors_hooks"}),
+    "numpy": frozenset({"ctypeslib", "lib", "memmap", "fromfile", "load", "save", "savez", "savez_compressed",
+                        "loadtxt", "savetxt", "genfromtxt", "fromregex", "f2py", "distutils", "core",
+                        "show_config", "DataSource"}),
+    "typing": frozenset({"get_type_hints", "ForwardRef", "get_overloads"}),  # they eval strings
+    "functools": frozenset({"singledispatch", "singledispatchmethod"}),  # register() evals string annotations
+    "dataclasses": frozenset({"make_dataclass"}),  # its namespace= would define any special method
+    "weakref": frozenset({"finalize"}),
+    "copy": frozenset({"dispatch_table"}),  # copyreg's: a reducer's state makes copy setattr any name on any object
+    "numpy.testing": frozenset({"measure", "runstring", "rundocs", "decorate_methods"}),  # exec strings, setattr
+}
+# The grader's modules a notebook's cells use (the self-checks students may call again in their own cells, the
+# skip of unfinished exercises, the graph drawing): only those names, never the modules' other contents.
+MODULE_ALLOWED_ONLY: dict[str, frozenset[str]] = {
+    "grader.graphs": frozenset({"draw", "show"}),
+    "grader.checks": frozenset({"skip_if_unfinished", "forward", "first_derivatives", "second_derivatives",
+                                "structure", "forward_mode", "vmap"}),
+    "grader.basics": frozenset({"check_vjp", "check_vjp_keeps_grad", "check_mean_gradient",
+                                "check_mean_gradient_stale", "check_mean_gradient_copy", "check_second_derivative",
+                                "check_second_derivative_general", "check_hvp", "check_hvp_forward_over_reverse",
+                                "check_penalty_value", "check_penalty_gradient"}),
+}
+# Names refused on any object that is not the notebook's own: hooks that outlive a call, raw memory, pickling.
+REFUSED_EVERYWHERE = frozenset({
+    "ctypes", "ctypeslib", "tofile", "from_file", "data_ptr", "untyped_storage", "storage", "share_memory_",
+    "register_hook", "register_prehook", "register_post_accumulate_grad_hook", "register_forward_hook",
+    "register_forward_pre_hook", "register_full_backward_hook", "register_full_backward_pre_hook",
+    "register_backward_hook", "register_state_dict_pre_hook", "register_state_dict_post_hook",
+    "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook", "register_module",
+    "register_step_pre_hook", "register_step_post_hook", "register_buffer_registration_hook",
+    "register_vmap", "register_autograd", "register_fake", "register_kernel", "register_torch_dispatch",
+    "mro", "f_back", "cell_contents", *INSPECT_ATTRIBUTES,
+})
+# Dunder names a graded cell may read as attributes, and the special methods its classes may define.
+DUNDER_ATTRIBUTES = frozenset({"__init__", "__name__", "__qualname__", "__doc__", "__version__"})
+SPECIAL_METHODS = frozenset({
+    "__init__", "__repr__", "__str__", "__len__", "__call__", "__iter__", "__next__", "__getitem__", "__contains__",
+    "__enter__", "__exit__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__post_init__",
+})
+CLASS_NAMESPACE_DUNDERS = SPECIAL_METHODS | {"__module__", "__qualname__", "__doc__", "__classcell__",
+                                             "__annotations__", "__orig_bases__"}
+# Builtins a graded cell uses as they are; every other builtin name goes through _name_ (guarded or refused).
+SAFE_BUILTINS = frozenset({
+    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod", "complex",
+    "dict", "dir", "divmod", "enumerate", "filter", "float", "format", "frozenset", "hash", "hex", "id", "int",
+    "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next", "object", "oct", "ord", "pow",
+    "print", "property", "range", "repr", "reversed", "round", "set", "slice", "sorted", "staticmethod", "str",
+    "sum", "super", "tuple", "zip", "None", "True", "False", "Ellipsis", "NotImplemented", "display",
+    *(name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)),
+})
+# Calls refused when the cell is compiled (unless the name is the cell's own variable there).
+REFUSED_CALLS = frozenset({"globals", "locals", "vars", "open", "compile", "breakpoint", "help", "memoryview",
+                           "exit", "quit", "get_ipython", "exec", "eval"})
+# What a cell may name though it is not safe as it is: the guarded versions (Runtime.builtins).
+GUARDED_BUILTINS = frozenset({"getattr", "setattr", "hasattr", "delattr", "type"})
+# IPython's names in a notebook's namespace that no graded cell may reach (removed when the runtime is installed).
+IPYTHON_NAMES = ("get_ipython", "exit", "quit")
+READABLE_DUNDER_NAMES = frozenset({"__name__"})  # `if __name__ == "__main__":` in a pasted script
+HELPERS = ("_getattr_", "_write_", "_getitem_", "_getiter_", "_iter_unpack_sequence_", "_unpack_sequence_",
+           "_apply_", "_inplacevar_", "_name_", "_import_", "_import_from_", "__metaclass__")
+
+ALLOWED_TYPE_ROOTS = frozenset({"builtins", "torch", "numpy", "matplotlib", "math", "cmath", "random", "statistics",
+                                "fractions", "decimal", "functools", "itertools", "collections", "typing",
+                                "contextlib", "warnings", "time", "re", "copy", "weakref", "dataclasses",
+                                "torchviz", "graphviz", "PIL", "_collections", "_functools", "_operator",
+                                "__main__", "enum", "abc", "types"})
+NEVER_HANDED_OUT = (types.FrameType, types.CodeType, types.TracebackType, types.CellType, types.ModuleType,
+                    types.MappingProxyType)
+WHAT_IS_ALLOWED = ("graded cells may use torch, numpy, math and the modules the course teaches "
+                   "(README, 'What graded code may use')")
+
+
+# The policy's own files (this module, its compile time and its run time): a frame there is not the student's line.
+POLICY_FILES = frozenset(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+                         for name in ("policy", "policy_rules", "policy_compile"))
+
+
+class PolicyError(Exception):
+    """A construct a graded cell may not use: at compile time (with its line) or when it runs."""
+
+    def __init__(self, message: str, lineno: int | None = None) -> None:
+        super().__init__(message)
+        self.lineno = lineno
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows exactly these lines
+        line = self.lineno or _cell_line(self.__traceback__)
+        where = f"line {line}: " if line else ""
+        return [f"PolicyError: {where}{self}", f"({WHAT_IS_ALLOWED})"]
+
+
+def _cell_line(tb: Any) -> int | None:
+    """The line of the deepest frame that is not the policy's own (the student's line that was refused)."""
+    import traceback
+
+    line = None
+    for frame, lineno in traceback.walk_tb(tb):
+        if frame.f_code.co_filename not in POLICY_FILES:
+            line = lineno
+    return line
+
+
+def _allowed_below(prefix: str) -> bool:
+    """Some module of MODULES is below ``prefix`` (``torch.nn`` below ``torch``)."""
+    return any(m.startswith(prefix + ".") for m in MODULES)
+
+
+def _refused(what: str) -> PolicyError:
+    return PolicyError(f"{what} is not available in graded code")
+
+
+def _private(name: str) -> bool:
+    """RestrictedPython's helpers and dunders look like ``_x_``; ``_``, ``_helper`` and ``_x1`` are the student's."""
+    return name.startswith("_") and name != "_" and (name.endswith("_") or name.startswith("__"))
+
+
+_BUILTIN_NAMES = frozenset(vars(builtins)) | {"get_ipython", "display"}
