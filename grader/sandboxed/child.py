@@ -54,7 +54,7 @@ import torch.func
 
 torch._functorch.predispatch.lazy_load_decompositions()  # vmap loads them on first use: once, here, before the guard
 
-from grader.spec import exercises
+from grader.spec import exercises, registry
 from grader.sandboxed import observe, observe_functions, policy
 from grader.sandboxed.guarded import TABLES_UNGUARDED, grader_modules
 from grader.sandboxed.shell import NEEDS_IPYTHON_TRANSFORMS, Outputs, make_shell  # noqa: F401  (worker, tests)
@@ -426,7 +426,7 @@ def observe_call(call: dict[str, Any], namespace: dict[str, Any], after: Callabl
     if after is not None:
         fn = _guarded(fn, [after])
     kwargs = dict(call["kwargs"])
-    if call["module"] == "checks":
+    if registry.takes_exercise(call["module"]):
         ex = get(kwargs.pop("exercise"))
         probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)))
         return observe.observe(call["check"], ex, fn, probes)

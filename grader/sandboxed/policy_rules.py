@@ -12,6 +12,8 @@ from typing import Any
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
+from grader.spec import registry
+
 # What a graded cell may import (and so reach as a module through attributes): the course's own needs.
 MODULES = frozenset({
     "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.parameter", "torch.autograd",
@@ -48,12 +50,8 @@ MODULE_REFUSED: dict[str, frozenset[str]] = {
 # skip of unfinished exercises, the graph drawing): only those names, never the modules' other contents.
 MODULE_ALLOWED_ONLY: dict[str, frozenset[str]] = {
     "grader.graphs": frozenset({"draw", "show"}),
-    "grader.checks": frozenset({"skip_if_unfinished", "forward", "first_derivatives", "second_derivatives",
-                                "structure", "forward_mode", "vmap"}),
-    "grader.basics": frozenset({"check_vjp", "check_vjp_keeps_grad", "check_mean_gradient",
-                                "check_mean_gradient_stale", "check_mean_gradient_copy", "check_second_derivative",
-                                "check_second_derivative_general", "check_hvp", "check_hvp_forward_over_reverse",
-                                "check_penalty_value", "check_penalty_gradient"}),
+    # the checks and helpers of each facade, as the one registry names them
+    **{f"grader.{facade}": registry.public_names(facade) for facade in registry.FACADES},
 }
 # Names refused on any object that is not the notebook's own: hooks that outlive a call, raw memory, pickling.
 REFUSED_EVERYWHERE = frozenset({
