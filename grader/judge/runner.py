@@ -32,6 +32,7 @@ import nbformat
 from grader.judge import outputs, testcells
 from grader.isolation import sandbox
 from grader.boundary import wire
+from grader.boundary.channel import RESULTS_LIMIT  # bytes of results read from the sandbox
 from grader.judge.testcells import exercise_of  # noqa: F401 (part of this module's interface)
 from grader.judge.diagnosis import CheckFailed, check_label
 from grader.spec.messages import say
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT = 300.0  # seconds for a whole notebook
 JUDGE_SECONDS = float(os.environ.get("GRADER_JUDGE_SECONDS", "20"))  # trusted judging time per notebook
-OUTPUT_LIMIT = 1_000_000  # bytes of the child's stdout/stderr kept (the rest is dropped, not buffered)
 
 
 @dataclass
@@ -428,7 +428,6 @@ def _run_unsandboxed(scratch: Path, env: dict[str, str], timeout: float) -> tupl
     return "\n".join(inbox.lines).encode(), outcome
 
 
-RESULTS_LIMIT = 4_000_000  # bytes of results read from the sandbox (a whole course notebook writes ~150 kB)
 LINES_PER_CELL = 4  # result lines read per planned cell (the child writes two: start, then done or observed)
 EXTRA_LINES = 64
 
