@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.boundary import fingerprint, mounts
+from grader.boundary.limits import NOTEBOOK_SECONDS
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NOBODY = 65534
@@ -44,7 +45,7 @@ _counter = itertools.count()
 
 @dataclass(frozen=True)
 class Limits:
-    wall_seconds: float = 120.0
+    wall_seconds: float = NOTEBOOK_SECONDS
     memory_bytes: int = 4 * 2**30  # torch's import alone maps ~2 GB of address space
     processes: int = 64
     output_bytes: int = 1_000_000

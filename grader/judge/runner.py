@@ -33,6 +33,7 @@ from grader.judge import outputs, testcells
 from grader.isolation import sandbox
 from grader.boundary import wire
 from grader.boundary.channel import RESULTS_LIMIT  # bytes of results read from the sandbox
+from grader.boundary.limits import NOTEBOOK_SECONDS
 from grader.judge.testcells import exercise_of  # noqa: F401 (part of this module's interface)
 from grader.judge.diagnosis import CheckFailed, check_label
 from grader.spec.messages import say
@@ -40,7 +41,6 @@ from grader.spec.messages import say
 if TYPE_CHECKING:
     from grader.isolation.pool import Pool
 
-DEFAULT_TIMEOUT = 300.0  # seconds for a whole notebook
 JUDGE_SECONDS = float(os.environ.get("GRADER_JUDGE_SECONDS", "20"))  # trusted judging time per notebook
 
 
@@ -178,7 +178,7 @@ class SandboxRefused(RuntimeError):
     """Untrusted code would run without a sandbox and the instructor did not allow it."""
 
 
-def grade_notebook(path: Path, instructor_path: Path | None = None, timeout: float = DEFAULT_TIMEOUT,
+def grade_notebook(path: Path, instructor_path: Path | None = None, timeout: float = NOTEBOOK_SECONDS,
                    allow_unsandboxed: bool = False, hide: list[Path] | None = None, policy: bool = True) -> NotebookResult:
     """Grade ``path``: its code runs in the sandbox, its checks are judged here. ``policy=False``: no cell runs under
     the course's policy (only to test the layers beneath it)."""
@@ -205,7 +205,7 @@ def _course_roots(*paths: Path | None) -> list[Path]:
 GRADING: contextvars.ContextVar[str] = contextvars.ContextVar("grading", default="")
 
 
-def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = DEFAULT_TIMEOUT,
+def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = NOTEBOOK_SECONDS,
                 allow_unsandboxed: bool = False, hide: list[Path] = (),  # type: ignore[assignment]
                 pool: "Pool | None" = None, judge_seconds: float | None = None) -> NotebookResult:
     """Grade prepared cells: in ``pool`` if given (fast), else in a sandbox of their own.
