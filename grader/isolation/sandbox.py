@@ -25,8 +25,10 @@ import pwd
 import resource
 import shutil
 import signal
+import site
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 from dataclasses import dataclass, field
@@ -213,12 +215,22 @@ class _Cgroups:
                     time.sleep(0.02)
 
 
-REPOSITORY = fingerprint.PACKAGE.parent  # holds solutions/ and maybe a demo course: never visible
+def _repository() -> Path | None:
+    """The checkout the grader package was imported from (it holds solutions/ and maybe a demo course: never
+    visible); None when the package is installed (``pip install .``): its folder is then the venv's site-packages,
+    which holds every library the notebook imports, and the course's folders are hidden by name instead."""
+    parent = fingerprint.PACKAGE.parent.resolve()
+    installed = {Path(p).resolve() for p in (*site.getsitepackages(), site.getusersitepackages(),
+                                             sysconfig.get_path("purelib"), sysconfig.get_path("platlib"))}
+    return None if parent in installed else parent
+
+
+REPOSITORY = _repository()
 
 
 def default_hidden(extra: list[Path] = ()) -> list[Path]:  # type: ignore[assignment]
     """What a sandbox must not see: the given course folders, this repository, and people's home folders."""
-    candidates = [*extra, REPOSITORY, Path("/root"), Path("/home")]
+    candidates = [*extra, *([REPOSITORY] if REPOSITORY else []), Path("/root"), Path("/home")]
     return sorted({p.resolve() for p in candidates if p.exists()}, key=lambda p: len(p.parts))
 
 
