@@ -383,9 +383,9 @@ def feedback(root: Path, assignment: str = ASSIGNMENT, force: bool = False) -> i
     students = len({path.parent.parent.name for path in autograded})
     runner = Nbgrader(root)
     say(f"feedback: {students} students, {len(autograded)} autograded notebooks")
-    returncode, written, seconds = runner.run(["generate_feedback", assignment, *(["--force"] if force else [])],
-                                              len(autograded), {"desc": "feedback", "unit": "page",
-                                                                "done": "feedback pages written"})
+    returncode, written, seconds = runner.run_command(
+        ["generate_feedback", assignment, *(["--force"] if force else [])], len(autograded),
+        {"desc": "feedback", "unit": "page", "done": "feedback pages written"})
     problems = len(runner.problems)
     say(f"feedback: {written} pages written to {root / 'feedback'}/<student>/{assignment}/ ({seconds:.0f} s)"
         + ("" if written == len(autograded) or force else

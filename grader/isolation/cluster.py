@@ -2,7 +2,7 @@
 
 With a scheduler address (``c.TrustedExecute.scheduler = "tls://host:8786"``, or the environment variable
 ``GRADER_SCHEDULER``), ``DaskPool`` takes the place of ``grader.isolation.pool.Pool`` behind the same interface
-(``.size``, ``.run(plan, timeout) -> (bytes, TaskOutcome)``, ``.close()``, ``sandbox.SetupError``). Without
+(``.size``, ``.run_plan(plan, timeout) -> (bytes, TaskOutcome)``, ``.close()``, ``sandbox.SetupError``). Without
 one, nothing here is imported: one machine grades with its own pool, as before.
 
 - The cluster is authenticated: mutual TLS with the course's own certificate authority (``python -m
@@ -144,14 +144,14 @@ class SandboxPlugin(WorkerPlugin):
         if pool is not None:
             pool.close()
 
-    def run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
+    def run_plan(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
         if not self.ready.wait(local.READY_SECONDS + 30):
             raise sandbox.SetupError(f"the Dask worker {self.address}: its sandboxed graders did not start "
                                      f"within {local.READY_SECONDS + 30:g} s")
         if self.pool is None:
             raise sandbox.SetupError(self.problem or f"the Dask worker {self.address} has no sandboxed graders")
         try:
-            return self.pool.run(plan, timeout)
+            return self.pool.run_plan(plan, timeout)
         except Exception as exc:  # a sandbox that cannot be replaced there: the worker's problem, not the notebook's
             raise sandbox.SetupError(_problem_on(self.address, exc)) from None
 
@@ -176,7 +176,7 @@ def run_plan(plugin: str, plan: list[dict[str, Any]], timeout: float, nonce: str
         if not isinstance(graders, SandboxPlugin):
             raise sandbox.SetupError(f"on the Dask worker {worker.address}: no sandboxed graders ({plugin}) were "
                                      "started there")
-        data, ended = graders.run(plan, timeout)
+        data, ended = graders.run_plan(plan, timeout)
         answer: dict[str, Any] = {"results": data.decode("utf-8", errors="replace"), "returncode": ended.returncode,
                                   "stopped": ended.stopped}
     except sandbox.SetupError as exc:
@@ -376,7 +376,7 @@ class DaskPool:
         return (f"{len(threads)} worker{'s' if len(threads) != 1 else ''}, {sum(threads.values())} threads, each "
                 f"with its sandboxed graders ({shown})")
 
-    def run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
+    def run_plan(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
         """One notebook's plan on some worker of the cluster: (its raw results, how it ended)."""
         try:
             return self._run(plan, timeout)

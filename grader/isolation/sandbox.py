@@ -334,8 +334,9 @@ def command(argv: list[str], scratch: Path | None, hide: list[Path], expose: lis
     return args + ["--", *argv]
 
 
-def run(argv: list[str], *, scratch: Path, hide: list[Path] = (), expose: list[Path] = (),  # type: ignore[assignment]
-        env: dict[str, str] | None = None, limits: Limits = Limits()) -> Outcome:
+def run_sandboxed(argv: list[str], *, scratch: Path, hide: list[Path] = (),  # type: ignore[assignment]
+                  expose: list[Path] = (), env: dict[str, str] | None = None,  # type: ignore[assignment]
+                  limits: Limits = Limits()) -> Outcome:
     """Run ``argv`` in a sandbox; always returns, within about ``limits.wall_seconds``."""
     from grader.isolation import syscalls
 

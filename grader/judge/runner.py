@@ -396,7 +396,7 @@ def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: l
 
 def _execute_in(pool: "Pool", plan: list[dict[str, Any]], keys: dict[int, Any], cells: list[Cell],
                 timeout: float) -> tuple[dict[Any, dict[str, Any]], str, list[str], list[tuple[Any, str]]]:
-    data, ended = pool.run(plan, timeout)
+    data, ended = pool.run_plan(plan, timeout)
     outcome = sandbox.Outcome(ended.returncode, "", 0.0, ended.stopped, sandbox.Limits(wall_seconds=timeout))
     return _read_results(data, keys, cells, outcome)
 
