@@ -91,7 +91,8 @@ c.Autograde.exporter_class = "grader.nbgrader_plugins.SubmissionExporter"
 c.SubmissionExporter.optimistic_validation = True
 c.OverwriteCells.add_missing_cells = True
 c.OverwriteCells.missing_cell_notification = "# This cell ({cell_id}) was missing from the submission; it was put back.\n"
-c.TrustedExecute.timeout = 120  # seconds per notebook
+# Seconds per notebook: TrustedExecute.timeout is left at its default, grader.boundary.limits.NOTEBOOK_SECONDS, the
+# same as `grader grade --timeout` (tests/test_time_limit.py checks both).
 c.TrustedExecute.allow_unsandboxed = False  # set True only where bubblewrap cannot run and the code is trusted
 
 # Feedback shows each check's name, outcome and diagnosis, never the code of hidden tests (nbgrader #917).

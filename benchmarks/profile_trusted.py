@@ -6,7 +6,7 @@
     .venv/bin/python benchmarks/profile_trusted.py --course DIR --parts class    # only the class's notebooks
 
 1. pool:   start a grader.isolation.pool.Pool, then grade the instructor notebooks one at a time with
-           grader.judge.runner.grade_cells, splitting each into pool.run (sandbox + forked child) and judging
+           grader.judge.runner.grade_cells, splitting each into pool.run_plan (sandbox + forked child) and judging
            (this process); then the same notebooks from `cores` threads at once (the pool's throughput).
 2. child:  the same plans run by grader.sandboxed.child in a child forked from a process warmed up as the pool's worker
            (grader.sandboxed.worker.warm_up), without bubblewrap: code cells against observing test cells, the slowest items,
@@ -90,7 +90,7 @@ def part_pool(nbs: dict[str, list[runner.Cell]], repeats: int) -> dict:
     say(f"  pool of {pool.size} workers started in {startup:.1f} s; {dead} of them dead 0.5 s later"
         + (" (the first notebooks pay for replacements)" if dead else ""))
     runs: list[float] = []
-    original = pool.run
+    original = pool.run_plan
 
     def timed(plan, timeout):
         t = time.monotonic()
@@ -99,7 +99,7 @@ def part_pool(nbs: dict[str, list[runner.Cell]], repeats: int) -> dict:
         finally:
             runs.append(time.monotonic() - t)
 
-    pool.run = timed  # type: ignore[method-assign]
+    pool.run_plan = timed  # type: ignore[method-assign]
     rows: dict[str, list[tuple[float, float]]] = {name: [] for name in nbs}
     try:
         for name, cells in nbs.items():  # the first round replaces dead workers: not counted
@@ -115,7 +115,7 @@ def part_pool(nbs: dict[str, list[runner.Cell]], repeats: int) -> dict:
         for name, values in rows.items():
             run_s = sorted(v[0] for v in values)[len(values) // 2]
             judge_s = sorted(v[1] for v in values)[len(values) // 2]
-            say(f"  {name}: pool.run (sandbox + child) {run_s:.2f} s, judging here {judge_s:.2f} s (median of {repeats})")
+            say(f"  {name}: pool.run_plan (sandbox + child) {run_s:.2f} s, judging here {judge_s:.2f} s (median of {repeats})")
         jobs = [(n, c) for n, c in nbs.items()] * (2 * pool.size)
         t = time.monotonic()
         with ThreadPoolExecutor(pool.size) as ex:

@@ -492,7 +492,7 @@ def _run_plans(plans: list[str], workers: int = 1, timeout: float = 10) -> list[
             time.sleep(1.5)  # workers that die at start (see the test above) are replaced before the first plan
             out = []
             for source in plans:
-                data, outcome = pool.run([{"kind": "code", "index": 0, "source": source, "restricted": False}], timeout)
+                data, outcome = pool.run_plan([{"kind": "code", "index": 0, "source": source, "restricted": False}], timeout)
                 out.append(([json.loads(line) for line in data.decode().splitlines() if line.strip()], outcome))
             return out
     finally:

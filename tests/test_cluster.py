@@ -552,7 +552,7 @@ def test_a_certified_workers_pickled_answer_runs_nothing_here_and_only_that_note
         own.start()
         own.add_worker("w-hostile", env={"PYTHONPATH": str(copy)})
         with cluster.DaskPool(hide=[], scheduler=own.address, certificates=own.tls) as pool:
-            answers = [pool.run([{"kind": "code", "index": 0, "source": source}], 10) for source in ("x = 1", "x = 2")]
+            answers = [pool.run_plan([{"kind": "code", "index": 0, "source": source}], 10) for source in ("x = 1", "x = 2")]
     finally:
         own.close()
         shutil.rmtree(folder, ignore_errors=True)
@@ -694,7 +694,7 @@ def test_a_notebook_whose_workers_died_is_submitted_again_not_charged():
     from distributed.scheduler import KilledWorker
 
     client = _Client([KilledWorker("run_plan-1", None, 3), _answer()])
-    assert _pool_over(client).run([{"kind": "code"}], 10) == (b'{"event": "done"}\n', local.TaskOutcome(0, ""))
+    assert _pool_over(client).run_plan([{"kind": "code"}], 10) == (b'{"event": "done"}\n', local.TaskOutcome(0, ""))
     assert len(client.submitted) == 2
     assert client.submitted[0][-1] != client.submitted[1][-1], "each task must have a fresh nonce"
 
@@ -704,13 +704,13 @@ def test_workers_dying_again_and_again_stop_grading_as_a_setup_problem():
 
     client = _Client([KilledWorker("run_plan-1", None, 3)] * (cluster.RESUBMIT + 1))
     with pytest.raises(sandbox.SetupError, match="Dask workers kept dying.*not charged"):
-        _pool_over(client).run([{"kind": "code"}], 10)
+        _pool_over(client).run_plan([{"kind": "code"}], 10)
 
 
 def test_an_error_on_a_worker_is_a_setup_problem_never_a_score():
     client = _Client([ModuleNotFoundError("No module named 'grader'")])
     with pytest.raises(sandbox.SetupError, match=r"grading on the Dask cluster at .* failed \(ModuleNotFoundError"):
-        _pool_over(client).run([{"kind": "code"}], 10)
+        _pool_over(client).run_plan([{"kind": "code"}], 10)
 
 
 class _RacyFuture:
@@ -768,23 +768,23 @@ _UNGRADED = (b"", local.TaskOutcome(None, "worker"))  # the notebook is reported
 def test_an_answer_that_is_not_plain_results_fails_that_notebook_and_the_class_goes_on(answer):
     client = _Client([answer, _answer()])
     pool = _pool_over(client)
-    assert pool.run([{"kind": "code"}], 10) == _UNGRADED
-    assert pool.run([{"kind": "code"}], 10) == (b'{"event": "done"}\n', local.TaskOutcome(0, ""))
+    assert pool.run_plan([{"kind": "code"}], 10) == _UNGRADED
+    assert pool.run_plan([{"kind": "code"}], 10) == (b'{"event": "done"}\n', local.TaskOutcome(0, ""))
 
 
 def test_an_answer_refused_by_dasks_deserializers_fails_that_notebook():
     refused = TypeError("Data serialized with pickle but only able to deserialize data with ['msgpack']")
-    assert _pool_over(_Client([refused])).run([{"kind": "code"}], 10) == _UNGRADED
+    assert _pool_over(_Client([refused])).run_plan([{"kind": "code"}], 10) == _UNGRADED
 
 
 def test_an_answer_without_the_proof_of_this_grader_package_stops_grading_naming_the_worker():
     forged = _answer(proof="0" * 64)  # a worker that cannot compute HMAC(its sources' digest, the nonce)
     with pytest.raises(sandbox.SetupError, match=r"tls://127.0.0.1:2 answered a notebook without proving it runs "
                                                  r"the grading process's grader package.*restart its `dask worker`"):
-        _pool_over(_Client([forged])).run([{"kind": "code"}], 10)
+        _pool_over(_Client([forged])).run_plan([{"kind": "code"}], 10)
     replayed = _answer()("another task's nonce")  # a proof is good for one task only
     with pytest.raises(sandbox.SetupError, match="without proving"):
-        _pool_over(_Client([replayed])).run([{"kind": "code"}], 10)
+        _pool_over(_Client([replayed])).run_plan([{"kind": "code"}], 10)
 
 
 def test_the_proof_depends_on_the_grader_sources(tmp_path):
@@ -835,7 +835,7 @@ def test_a_failed_tasks_exception_is_read_without_running_what_it_carries():
 
 def test_a_failed_tasks_unreadable_exception_fails_that_notebook():
     unreadable = cluster._Unreadable("an error from the cluster that was not unpickled")
-    assert _pool_over(_Client([unreadable, _answer()])).run([{"kind": "code"}], 10) == _UNGRADED
+    assert _pool_over(_Client([unreadable, _answer()])).run_plan([{"kind": "code"}], 10) == _UNGRADED
 
 
 # --- TLS: the grading process talks only to an authenticated cluster (fast) ----------------------------------

@@ -196,7 +196,7 @@ class CountingPool:
     def __init__(self, hide, workers=None, **kwargs):
         pass
 
-    def run(self, plan, timeout):
+    def run_plan(self, plan, timeout):
         from grader.isolation.pool import TaskOutcome
 
         with open(os.environ["COUNTING_POOL_FILE"], "a") as f:

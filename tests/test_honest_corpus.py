@@ -23,6 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from grader.boundary.limits import NOTEBOOK_SECONDS
 from grader.classroom import course
 from grader.judge import outputs, runner
 from grader.isolation import sandbox
@@ -33,7 +34,7 @@ CORPUS = Path(__file__).resolve().parent / "honest_corpus"
 SOLUTIONS = course.REPO / "solutions" / course.ASSIGNMENT
 DEFAULT_NOTEBOOK = "04_modern_functions.ipynb"
 MINIMUM = 30
-TIMEOUT = 120  # seconds per notebook, as c.TrustedExecute.timeout
+TIMEOUT = NOTEBOOK_SECONDS  # seconds per notebook, as nbgrader's TrustedExecute and `grader grade`
 
 
 @dataclass(frozen=True)

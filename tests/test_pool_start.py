@@ -61,7 +61,7 @@ def test_grading_starts_on_the_first_worker_and_the_others_join_when_ready(hidde
     with pools.Pool(hide=[hidden], workers=2, at_once=1) as pool:
         assert pool.size == 2
         assert pool.idle.qsize() == 1, "the pool waited for more workers than it was asked to start at once"
-        data, outcome = pool.run(PRINT_PID, 30)  # graded now, while the second worker starts
+        data, outcome = pool.run_plan(PRINT_PID, 30)  # graded now, while the second worker starts
         assert outcome.returncode == 0 and outcome.stopped == "", (data, outcome)
         deadline = time.monotonic() + pools.READY_SECONDS
         while pool.idle.qsize() < 2:
@@ -111,7 +111,7 @@ def test_a_later_worker_that_cannot_start_is_said_and_the_class_is_graded_by_the
             assert time.monotonic() < deadline, "the later worker's failure was never reported"
             time.sleep(0.1)
         assert "grading worker" in pool.late_problem
-        data, outcome = pool.run(PRINT_PID, 30)
+        data, outcome = pool.run_plan(PRINT_PID, 30)
         assert outcome.returncode == 0, (data, outcome)
         assert pool.idle.qsize() == 1
 
@@ -127,7 +127,7 @@ def test_on_demand_the_later_workers_start_only_when_the_waiting_notebooks_outla
         assert pool.start_seconds > 0
         pool.expect(2)
         for _ in range(2):
-            data, outcome = pool.run(PRINT_PID, 30)
+            data, outcome = pool.run_plan(PRINT_PID, 30)
             assert outcome.returncode == 0, (data, outcome)
         time.sleep(1.5)
         assert len(_bwraps_of_this_process() - before) == 1, "a second worker started for a class of two notebooks"
@@ -159,7 +159,7 @@ def _report(pool: pools.Pool, body: str) -> dict:
     """Run ``body`` (which fills the dict ``info``) as a one-cell notebook in ``pool``; ``info`` back."""
     from test_sandbox_attacks import _report_code, _reports
 
-    data, outcome = pool.run([{"kind": "code", "index": 0, "source": _report_code(body), "restricted": False}], 60)
+    data, outcome = pool.run_plan([{"kind": "code", "index": 0, "source": _report_code(body), "restricted": False}], 60)
     reports = _reports(data)
     assert reports, (data[-2000:], outcome)
     return reports[0]

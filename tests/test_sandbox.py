@@ -22,7 +22,7 @@ def run_python(code: str, tmp_path: Path, hide: list[Path] = (), **limits) -> sa
     # pytest's tmp_path is private to root; the sandbox runs as an unprivileged user, which must reach its scratch
     scratch = Path(tempfile.mkdtemp(prefix="sandbox-test-"))
     (scratch / "program.py").write_text(textwrap.dedent(code))
-    return sandbox.run([PYTHON, str(scratch / "program.py")], scratch=scratch, hide=list(hide), expose=[VENV],
+    return sandbox.run_sandboxed([PYTHON, str(scratch / "program.py")], scratch=scratch, hide=list(hide), expose=[VENV],
                        limits=sandbox.Limits(**{"wall_seconds": 20.0, **limits}))
 
 
@@ -263,7 +263,7 @@ def test_flags_a_worker_handed_on_survive_its_death():
     pool._fresh = lambda: dying_worker(pool)  # type: ignore[method-assign]
     pool.idle.put(dying_worker(pool))
     try:
-        data, outcome = pool.run([{"kind": "code", "index": 0, "source": "pass"}], 5)
+        data, outcome = pool.run_plan([{"kind": "code", "index": 0, "source": "pass"}], 5)
     finally:
         while not pool.idle.empty():
             pool.idle.get().close()

@@ -70,7 +70,7 @@ def _run_in_one_worker(sources: list[str], timeout: float = 20) -> list[tuple[li
         with Pool(hide=[hidden], workers=1) as pool:
             out = []
             for source in sources:
-                data, outcome = pool.run([{"kind": "code", "index": 0, "source": source, "restricted": False}], timeout)
+                data, outcome = pool.run_plan([{"kind": "code", "index": 0, "source": source, "restricted": False}], timeout)
                 out.append((_reports(data), outcome))
             return out
     finally:
@@ -253,11 +253,11 @@ def test_pool_worker_code_has_no_root_file_permissions(root_only_file):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="about root's permissions: the grader runs as root here")
 def test_sandbox_run_has_no_root_file_permissions(root_only_file):
-    """The same through ``grader.isolation.sandbox.run`` (the one-shot sandbox)."""
+    """The same through ``grader.isolation.sandbox.run_sandboxed`` (the one-shot sandbox)."""
     program = Path(tempfile.mkdtemp(prefix="attack-scratch-")) / "probe.py"  # reachable by the sandbox's user
     program.write_text("import json, os as _o\ninfo = {}\n" + _ROOT_ONLY_PROBE.format(secret=str(root_only_file))
                        + "print('REPORT' + json.dumps(info))\n")
-    outcome = sandbox.run([sys.executable, str(program)], scratch=program.parent, expose=[Path(sys.prefix)],
+    outcome = sandbox.run_sandboxed([sys.executable, str(program)], scratch=program.parent, expose=[Path(sys.prefix)],
                           limits=sandbox.Limits(wall_seconds=20))
     line = next((l for l in outcome.output.splitlines() if l.startswith("REPORT")), None)
     assert line is not None, outcome.output
@@ -523,7 +523,7 @@ def _run_events(sources: list[str], timeout: float = 20) -> list[tuple[list[dict
         with Pool(hide=[hidden], workers=1) as pool:
             out = []
             for source in sources:
-                data, outcome = pool.run([{"kind": "code", "index": 0, "source": source, "restricted": False}], timeout)
+                data, outcome = pool.run_plan([{"kind": "code", "index": 0, "source": source, "restricted": False}], timeout)
                 out.append(([json.loads(line) for line in data.decode().splitlines() if line.strip()], outcome))
             return out
     finally:

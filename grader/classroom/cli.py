@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grader.judge.runner import DEFAULT_TIMEOUT, NotebookResult, SandboxRefused, find_instructor_notebook, grade_notebook
+from grader.boundary.limits import NOTEBOOK_SECONDS
+from grader.judge.runner import NotebookResult, SandboxRefused, find_instructor_notebook, grade_notebook
 
 
 def _points(x: float) -> str:
@@ -157,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="instructor notebook whose test cells to use (default: solutions/*/<same name> if found)")
     grade.add_argument("--own-tests", action="store_true", help="use the notebook's own test cells (no hidden tests)")
     grade.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    grade.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds for the whole notebook")
+    grade.add_argument("--timeout", type=float, default=NOTEBOOK_SECONDS,
+                       help=f"seconds for the whole notebook (default: {NOTEBOOK_SECONDS:g}, as nbgrader's autograde)")
     grade.add_argument("--quiet", action="store_true", help="table only, without the messages of failed checks")
     grade.add_argument("--allow-unsandboxed", action="store_true",
                        help="run the notebook without bubblewrap if the sandbox cannot start (only for trusted code)")

@@ -43,6 +43,7 @@ from grader.classroom.gradebook import (  # noqa: F401 (course.X: what tests and
 from grader.classroom.nbgrader_run import (  # noqa: F401
     Interrupted, Job, Nbgrader, ensure_gradebook, nbgrader, nbgrader_command, nbgrader_env, say,
 )
+from grader.classroom.report import flag_line
 from grader.classroom.untrusted import printable, private_file
 
 
@@ -382,9 +383,9 @@ def feedback(root: Path, assignment: str = ASSIGNMENT, force: bool = False) -> i
     students = len({path.parent.parent.name for path in autograded})
     runner = Nbgrader(root)
     say(f"feedback: {students} students, {len(autograded)} autograded notebooks")
-    returncode, written, seconds = runner.run(["generate_feedback", assignment, *(["--force"] if force else [])],
-                                              len(autograded), {"desc": "feedback", "unit": "page",
-                                                                "done": "feedback pages written"})
+    returncode, written, seconds = runner.run_command(
+        ["generate_feedback", assignment, *(["--force"] if force else [])], len(autograded),
+        {"desc": "feedback", "unit": "page", "done": "feedback pages written"})
     problems = len(runner.problems)
     say(f"feedback: {written} pages written to {root / 'feedback'}/<student>/{assignment}/ ({seconds:.0f} s)"
         + ("" if written == len(autograded) or force else
@@ -497,12 +498,6 @@ def course_root(db_url: str) -> Path:
     """The course folder of a SQLite gradebook (where grader_results/ and reports/ are); else the current one."""
     prefix = "sqlite:///"
     return Path(db_url[len(prefix):]).parent if db_url.startswith(prefix) else Path(".")
-
-
-def flag_line(root: Path, assignment: str = ASSIGNMENT) -> str:
-    from grader.classroom.report import flag_line as line
-
-    return line(root, assignment)
 
 
 def main(argv: list[str] | None = None) -> int:

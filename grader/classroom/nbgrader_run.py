@@ -159,7 +159,8 @@ class Nbgrader:
         written out, the gradebook's password hidden."""
         return printable(redact(text, self.db_url, os.environ.get("GRADER_DB_URL", "").strip()))
 
-    def run(self, args: list[str], total: int = 0, progress: dict[str, str] | None = None) -> tuple[int, int, float]:
+    def run_command(self, args: list[str], total: int = 0,
+                    progress: dict[str, str] | None = None) -> tuple[int, int, float]:
         """(exit status, notebooks graded, seconds); with ``total``, a progress bar over that many notebooks (or
         what ``progress`` says: Progress's desc, unit and done)."""
         command = nbgrader_command(*args, f"--CourseDirectory.root={self.root}")  # (the gradebook: nbgrader_env)
@@ -300,7 +301,7 @@ class Nbgrader:
 
     def stage(self, args: list[str], what: str, total: int = 0) -> tuple[int, float]:
         """Run one stage that must succeed: (notebooks graded, seconds); else stop, naming the log."""
-        returncode, graded, seconds = self.run(args, total)
+        returncode, graded, seconds = self.run_command(args, total)
         if returncode != 0:
             raise SystemExit(f"nbgrader {args[0]} failed (exit status {returncode}) while {what}; "
                              f"its full log: {self.log}")

@@ -2,7 +2,7 @@
 
 With a scheduler address (``c.TrustedExecute.scheduler = "tls://host:8786"``, or the environment variable
 ``GRADER_SCHEDULER``), ``DaskPool`` takes the place of ``grader.isolation.pool.Pool`` behind the same interface
-(``.size``, ``.run(plan, timeout) -> (bytes, TaskOutcome)``, ``.close()``, ``sandbox.SetupError``). Without
+(``.size``, ``.run_plan(plan, timeout) -> (bytes, TaskOutcome)``, ``.close()``, ``sandbox.SetupError``). Without
 one, nothing here is imported: one machine grades with its own pool, as before.
 
 - The cluster is authenticated: mutual TLS with the course's own certificate authority (``python -m
@@ -68,6 +68,7 @@ from distributed.scheduler import KilledWorker
 from distributed.security import Security
 
 from grader.boundary import fingerprint
+from grader.boundary.channel import RESULTS_LIMIT
 from grader.isolation import pool as local, sandbox
 
 ENV = "GRADER_SCHEDULER"  # the scheduler's address, when c.TrustedExecute.scheduler is not set
@@ -84,7 +85,7 @@ ROLES = ("scheduler", "worker", "client")
 # ``__Pickled__`` objects, which distributed.protocol.core.loads unpickles whatever the list (an honest worker
 # never sends one to a client; a certificate is needed to try).
 DESERIALIZERS = ["msgpack"]
-ANSWER_BYTES = 6 * 4_000_000 + 2**20  # a worker's JSON answer: runner.RESULTS_LIMIT of results, JSON-escaped
+ANSWER_BYTES = 6 * RESULTS_LIMIT + 2**20  # a worker's JSON answer: a notebook's results, JSON-escaped
 OUTCOMES = ("", "timeout", "output", "worker")
 log = logging.getLogger(__name__)
 PLUGIN_PREFIX = "grader-sandboxes-"
@@ -143,14 +144,14 @@ class SandboxPlugin(WorkerPlugin):
         if pool is not None:
             pool.close()
 
-    def run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
+    def run_plan(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
         if not self.ready.wait(local.READY_SECONDS + 30):
             raise sandbox.SetupError(f"the Dask worker {self.address}: its sandboxed graders did not start "
                                      f"within {local.READY_SECONDS + 30:g} s")
         if self.pool is None:
             raise sandbox.SetupError(self.problem or f"the Dask worker {self.address} has no sandboxed graders")
         try:
-            return self.pool.run(plan, timeout)
+            return self.pool.run_plan(plan, timeout)
         except Exception as exc:  # a sandbox that cannot be replaced there: the worker's problem, not the notebook's
             raise sandbox.SetupError(_problem_on(self.address, exc)) from None
 
@@ -175,7 +176,7 @@ def run_plan(plugin: str, plan: list[dict[str, Any]], timeout: float, nonce: str
         if not isinstance(graders, SandboxPlugin):
             raise sandbox.SetupError(f"on the Dask worker {worker.address}: no sandboxed graders ({plugin}) were "
                                      "started there")
-        data, ended = graders.run(plan, timeout)
+        data, ended = graders.run_plan(plan, timeout)
         answer: dict[str, Any] = {"results": data.decode("utf-8", errors="replace"), "returncode": ended.returncode,
                                   "stopped": ended.stopped}
     except sandbox.SetupError as exc:
@@ -375,7 +376,7 @@ class DaskPool:
         return (f"{len(threads)} worker{'s' if len(threads) != 1 else ''}, {sum(threads.values())} threads, each "
                 f"with its sandboxed graders ({shown})")
 
-    def run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
+    def run_plan(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
         """One notebook's plan on some worker of the cluster: (its raw results, how it ended)."""
         try:
             return self._run(plan, timeout)
@@ -414,7 +415,7 @@ class DaskPool:
             nonce = secrets.token_hex(16)  # fresh for each task: an answer for another task is not this one's
             future = self.client.submit(run_plan, self.name, plan, timeout, nonce, pure=False)
             try:
-                data, ended, worker = self._read_answer_from(self._result(future), nonce)
+                data, ended, worker = self._read_answer(self._result(future), nonce)
                 self._said_retried(getattr(future, "key", None), worker)
                 return data, ended
             except KilledWorker:  # workers died running it, again and again: a few more tries, then a setup problem
@@ -456,15 +457,10 @@ class DaskPool:
                 raise _Unreadable(_one_line(exc)[:300]) from None
             raise
 
-    def _read_answer(self, data: Any, nonce: str) -> tuple[bytes, local.TaskOutcome]:
-        """(results, how the run ended) from a worker's answer, which must be run_plan's JSON with a valid proof.
-        Anything malformed raises _Unreadable (that notebook fails); a wrong proof, or a worker's setup problem,
-        sandbox.SetupError (grading stops)."""
-        data, ended, _ = self._read_answer_from(data, nonce)
-        return data, ended
-
-    def _read_answer_from(self, data: Any, nonce: str) -> tuple[bytes, local.TaskOutcome, str]:
-        """``_read_answer``'s, and the address of the worker that answered."""
+    def _read_answer(self, data: Any, nonce: str) -> tuple[bytes, local.TaskOutcome, str]:
+        """(results, how the run ended, the address of the worker that answered) from a worker's answer, which
+        must be run_plan's JSON with a valid proof. Anything malformed raises _Unreadable (that notebook fails); a
+        wrong proof, or a worker's setup problem, sandbox.SetupError (grading stops)."""
         if not isinstance(data, bytes) or len(data) > ANSWER_BYTES:
             raise _Unreadable(f"{type(data).__name__} of {len(data) if isinstance(data, bytes) else '?'} bytes")
         try:

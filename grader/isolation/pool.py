@@ -129,7 +129,7 @@ class _Worker:
         reader.join(timeout)
         return answer[0] if answer and isinstance(answer[0], dict) else None
 
-    def run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, TaskOutcome]:
+    def run_plan(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, TaskOutcome]:
         task_id = secrets.token_hex(16)  # unguessable: an answer for any other task is not this one's
         task = {"id": task_id, "plan": plan, "timeout": timeout, "memory": self.pool.limits.memory_bytes,
                 "file_bytes": self.pool.limits.file_bytes}
@@ -167,7 +167,7 @@ class _Worker:
 
 
 class Pool:
-    """``with Pool(hide=[course_root]) as pool: pool.run(plan, timeout)`` from any number of threads.
+    """``with Pool(hide=[course_root]) as pool: pool.run_plan(plan, timeout)`` from any number of threads.
 
     ``at_once``: how many workers start together (default: all); the others start once those are ready. On a
     machine where nbgrader's own process starts beside the pool, starting one worker fewer than the cores keeps
@@ -201,7 +201,7 @@ class Pool:
         self.late_problem = ""  # why a worker started later could not start (the pool grades on with fewer)
         self._demand = threading.Condition()
         self._expected = 0  # notebooks announced (expect()) and not begun yet
-        self._seconds: list[float] = []  # how long each notebook took in run()
+        self._seconds: list[float] = []  # how long each notebook took in run_plan()
         first = min(self.size, at_once or self.size)
         spawned = time.monotonic()
         started = [self._spawn() for _ in range(first)]  # these start at once, then become ready
@@ -269,7 +269,7 @@ class Pool:
             raise sandbox.SetupError(f"cannot grade: {worker.problem}")
         return worker
 
-    def run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, TaskOutcome]:
+    def run_plan(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, TaskOutcome]:
         """Run one notebook's plan; return (the child's results, how it ended)."""
         self.expect(-1)
         worker = self.idle.get()
@@ -282,7 +282,7 @@ class Pool:
                     worker.close()
                     worker = self._fresh()
                 try:
-                    data, ended = worker.run(plan, timeout)
+                    data, ended = worker.run_plan(plan, timeout)
                 except _Unfit as unfit:
                     carried += unfit.flags + b"\n" if unfit.flags else b""
                     worker.close()
@@ -302,7 +302,7 @@ class Pool:
                 try:
                     worker = self._fresh()
                 except Exception:  # SetupError, or no new thread at interpreter exit: never lose the slot
-                    pass  # the dead worker goes back: the next run() tries to replace it again, and says why
+                    pass  # the dead worker goes back: the next run_plan() tries to replace it again, and says why
             self.idle.put(worker)
             with self._demand:
                 self._seconds = [*self._seconds[-49:], time.monotonic() - began]

@@ -25,14 +25,17 @@ import pwd
 import resource
 import shutil
 import signal
+import site
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.boundary import fingerprint, mounts
+from grader.boundary.limits import NOTEBOOK_SECONDS
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NOBODY = 65534
@@ -44,7 +47,7 @@ _counter = itertools.count()
 
 @dataclass(frozen=True)
 class Limits:
-    wall_seconds: float = 120.0
+    wall_seconds: float = NOTEBOOK_SECONDS
     memory_bytes: int = 4 * 2**30  # torch's import alone maps ~2 GB of address space
     processes: int = 64
     output_bytes: int = 1_000_000
@@ -212,12 +215,22 @@ class _Cgroups:
                     time.sleep(0.02)
 
 
-REPOSITORY = fingerprint.PACKAGE.parent  # holds solutions/ and maybe a demo course: never visible
+def _repository() -> Path | None:
+    """The checkout the grader package was imported from (it holds solutions/ and maybe a demo course: never
+    visible); None when the package is installed (``pip install .``): its folder is then the venv's site-packages,
+    which holds every library the notebook imports, and the course's folders are hidden by name instead."""
+    parent = fingerprint.PACKAGE.parent.resolve()
+    installed = {Path(p).resolve() for p in (*site.getsitepackages(), site.getusersitepackages(),
+                                             sysconfig.get_path("purelib"), sysconfig.get_path("platlib"))}
+    return None if parent in installed else parent
+
+
+REPOSITORY = _repository()
 
 
 def default_hidden(extra: list[Path] = ()) -> list[Path]:  # type: ignore[assignment]
     """What a sandbox must not see: the given course folders, this repository, and people's home folders."""
-    candidates = [*extra, REPOSITORY, Path("/root"), Path("/home")]
+    candidates = [*extra, *([REPOSITORY] if REPOSITORY else []), Path("/root"), Path("/home")]
     return sorted({p.resolve() for p in candidates if p.exists()}, key=lambda p: len(p.parts))
 
 
@@ -321,8 +334,9 @@ def command(argv: list[str], scratch: Path | None, hide: list[Path], expose: lis
     return args + ["--", *argv]
 
 
-def run(argv: list[str], *, scratch: Path, hide: list[Path] = (), expose: list[Path] = (),  # type: ignore[assignment]
-        env: dict[str, str] | None = None, limits: Limits = Limits()) -> Outcome:
+def run_sandboxed(argv: list[str], *, scratch: Path, hide: list[Path] = (),  # type: ignore[assignment]
+                  expose: list[Path] = (), env: dict[str, str] | None = None,  # type: ignore[assignment]
+                  limits: Limits = Limits()) -> Outcome:
     """Run ``argv`` in a sandbox; always returns, within about ``limits.wall_seconds``."""
     from grader.isolation import syscalls
 

@@ -32,6 +32,8 @@ import nbformat
 from grader.judge import outputs, testcells
 from grader.isolation import sandbox
 from grader.boundary import wire
+from grader.boundary.channel import RESULTS_LIMIT  # bytes of results read from the sandbox
+from grader.boundary.limits import NOTEBOOK_SECONDS
 from grader.judge.testcells import exercise_of  # noqa: F401 (part of this module's interface)
 from grader.judge.diagnosis import CheckFailed, check_label
 from grader.spec import registry
@@ -40,9 +42,7 @@ from grader.spec.messages import say
 if TYPE_CHECKING:
     from grader.isolation.pool import Pool
 
-DEFAULT_TIMEOUT = 300.0  # seconds for a whole notebook
 JUDGE_SECONDS = float(os.environ.get("GRADER_JUDGE_SECONDS", "20"))  # trusted judging time per notebook
-OUTPUT_LIMIT = 1_000_000  # bytes of the child's stdout/stderr kept (the rest is dropped, not buffered)
 
 
 @dataclass
@@ -179,7 +179,7 @@ class SandboxRefused(RuntimeError):
     """Untrusted code would run without a sandbox and the instructor did not allow it."""
 
 
-def grade_notebook(path: Path, instructor_path: Path | None = None, timeout: float = DEFAULT_TIMEOUT,
+def grade_notebook(path: Path, instructor_path: Path | None = None, timeout: float = NOTEBOOK_SECONDS,
                    allow_unsandboxed: bool = False, hide: list[Path] | None = None, policy: bool = True) -> NotebookResult:
     """Grade ``path``: its code runs in the sandbox, its checks are judged here. ``policy=False``: no cell runs under
     the course's policy (only to test the layers beneath it)."""
@@ -206,7 +206,7 @@ def _course_roots(*paths: Path | None) -> list[Path]:
 GRADING: contextvars.ContextVar[str] = contextvars.ContextVar("grading", default="")
 
 
-def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = DEFAULT_TIMEOUT,
+def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = NOTEBOOK_SECONDS,
                 allow_unsandboxed: bool = False, hide: list[Path] = (),  # type: ignore[assignment]
                 pool: "Pool | None" = None, judge_seconds: float | None = None) -> NotebookResult:
     """Grade prepared cells: in ``pool`` if given (fast), else in a sandbox of their own.
@@ -397,7 +397,7 @@ def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: l
 
 def _execute_in(pool: "Pool", plan: list[dict[str, Any]], keys: dict[int, Any], cells: list[Cell],
                 timeout: float) -> tuple[dict[Any, dict[str, Any]], str, list[str], list[tuple[Any, str]]]:
-    data, ended = pool.run(plan, timeout)
+    data, ended = pool.run_plan(plan, timeout)
     outcome = sandbox.Outcome(ended.returncode, "", 0.0, ended.stopped, sandbox.Limits(wall_seconds=timeout))
     return _read_results(data, keys, cells, outcome)
 
@@ -429,7 +429,6 @@ def _run_unsandboxed(scratch: Path, env: dict[str, str], timeout: float) -> tupl
     return "\n".join(inbox.lines).encode(), outcome
 
 
-RESULTS_LIMIT = 4_000_000  # bytes of results read from the sandbox (a whole course notebook writes ~150 kB)
 LINES_PER_CELL = 4  # result lines read per planned cell (the child writes two: start, then done or observed)
 EXTRA_LINES = 64
 

@@ -17,6 +17,7 @@ from nbformat.v4 import new_code_cell
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Int, Type, Unicode
 
+from grader.boundary.limits import NOTEBOOK_SECONDS
 from grader.classroom.plugins.instructor import instructor_notebook, instructor_sources
 from grader.classroom.plugins.submissions import read_submission, UnreadableSubmission
 from grader.classroom.report import RESULTS_DIR  # (<course root>/grader_results/<assignment>/<student>/<notebook>.json)
@@ -36,7 +37,8 @@ class TrustedExecute(NbGraderPreprocessor):
     feedback and export work unchanged. Warnings and stderr never reach a test cell's output.
     """
 
-    timeout = Float(120.0, help="Seconds one notebook may run in the sandbox.").tag(config=True)
+    timeout = Float(NOTEBOOK_SECONDS, help="Seconds one notebook may run in the sandbox (default: "
+                                           "grader.boundary.limits.NOTEBOOK_SECONDS, as `grader grade`).").tag(config=True)
     policy = Bool(True, help="Compile every cell a student wrote or changed under the course's policy "
                              "(grader.sandboxed.policy). Off only to test the layers beneath it as if the policy had a hole "
                              "(tests/adversarial/, `# policy: off`); never for a real class.").tag(config=True)
