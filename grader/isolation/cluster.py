@@ -405,10 +405,8 @@ class DaskPool:
         """One line for a notebook Dask ran again because the worker running it was lost."""
         lost = self._lost_on(key)
         if lost:
-            from grader.judge.runner import GRADING
-
             self.log.warning("%s: the Dask worker %s was lost while running it; run again on %s (nothing charged)",
-                             GRADING.get() or "a notebook", ", ".join(dict.fromkeys(lost)), where)
+                             local.GRADING.get() or "a notebook", ", ".join(dict.fromkeys(lost)), where)
 
     def _run(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, local.TaskOutcome]:
         for attempt in range(RESUBMIT + 1):
@@ -419,11 +417,9 @@ class DaskPool:
                 self._said_retried(getattr(future, "key", None), worker)
                 return data, ended
             except KilledWorker:  # workers died running it, again and again: a few more tries, then a setup problem
-                from grader.judge.runner import GRADING
-
                 lost = self._lost_on(getattr(future, "key", None))
                 self.log.warning("%s: Dask gave up on it after its workers died (%s); submitted again (%d of %d, "
-                                 "nothing charged)", GRADING.get() or "a notebook",
+                                 "nothing charged)", local.GRADING.get() or "a notebook",
                                  ", ".join(dict.fromkeys(lost)) or "see the scheduler's log", attempt + 1, RESUBMIT)
                 continue
             except CancelledError:  # the connection to the scheduler was lost: Dask reconnects, or closes

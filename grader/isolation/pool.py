@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextvars
 import json
 import os
 import queue
@@ -41,6 +42,11 @@ READY_SECONDS = 120  # torch's import and the warm-up take about 2 s; a loaded m
 # the worker: collecting among them as they came took a fifth of its start. The worker's warm-up freezes them and
 # turns collection back on, before any child forks.
 BOOT = ("import gc; gc.disable(); import sys; sys.path.insert(0, {path!r}); from grader.sandboxed.worker import main; main()")
+
+
+# 'student/assignment/notebook' while the judge runs it (grader.judge.runner.grade_cells sets it in its thread): read by
+# a pool reporting on that run (a Dask worker lost while running it)
+GRADING: contextvars.ContextVar[str] = contextvars.ContextVar("grading", default="")
 
 
 @dataclass

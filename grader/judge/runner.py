@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import io
 import json
 import os
@@ -201,11 +200,6 @@ def _course_roots(*paths: Path | None) -> list[Path]:
     return sorted(set(roots))
 
 
-# 'student/assignment/notebook' while grade_cells runs it, in its thread: read by a pool reporting on that run (a Dask
-# worker lost while running it)
-GRADING: contextvars.ContextVar[str] = contextvars.ContextVar("grading", default="")
-
-
 def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = NOTEBOOK_SECONDS,
                 allow_unsandboxed: bool = False, hide: list[Path] = (),  # type: ignore[assignment]
                 pool: "Pool | None" = None, judge_seconds: float | None = None) -> NotebookResult:
@@ -215,6 +209,8 @@ def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = 
     env ``GRADER_JUDGE_SECONDS``): checks not judged within it fail, never pass."""
     started = time.monotonic()
     result = NotebookResult(name, tests_from)
+    from grader.isolation.pool import GRADING
+
     token = GRADING.set(name)  # (a pool that has something to say about this run names the notebook)
     try:
         reported, problem, restored, flags = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
