@@ -61,7 +61,7 @@ def normaliser(roots: dict[str, str]):
         (re.compile(r"/tmp/[\w.+-]*?[-_][\w]{6,}(?=[/\s'\")\]:,]|$)"), "<tmp>"),  # tempfile.mkdtemp's names
         (re.compile(r"\b\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[+-]\d\d:?\d\d|Z)?"), "<time>"),
         (re.compile(r"\b\d+\.\d+ ?(s|ms|seconds?)\b"), r"<n> \1"),  # measured (limits, integers, stay)
-        (re.compile(r"\b(pid|process|PID)( ?[=:]? ?)\d+"), r"\1\2<pid>"),
+        (re.compile(r"\b(pids?|PIDs?|process(?:es)?)( |=|: ?)\d{2,}\b"), r"\1\2<pid>"),  # not pid1-... (a student), not pid 1
         (re.compile(r"\b[0-9a-f]{32,64}\b"), "<hex>"),  # fingerprints, checksums of the grader's sources
         (re.compile(r"\b0x[0-9a-f]{6,16}\b"), "<addr>"),  # object addresses in reprs
     ]
@@ -80,7 +80,7 @@ def normalised(value: Any, normalise) -> Any:
     if isinstance(value, str):
         return normalise(value)
     if isinstance(value, dict):
-        return {normalise(str(k)): normalised(v, normalise) for k, v in value.items()}
+        return {k: normalised(v, normalise) for k, v in value.items()}  # (keys: students, notebooks, cells)
     if isinstance(value, (list, tuple)):
         return [normalised(v, normalise) for v in value]
     return value
