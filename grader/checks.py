@@ -27,7 +27,7 @@ __all__ = ["forward", "first_derivatives", "second_derivatives", "structure", "f
            "skip_if_unfinished"]
 
 
-def run(check: str, exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None, seed: int) -> None:
+def run_check(check: str, exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None, seed: int) -> None:
     """Observe and judge in this process (a student's self-check), printing a ✓ line on success.
 
     An exercise whose released stub is untouched fails like any mistake, except in a notebook the student
@@ -74,34 +74,34 @@ def skip_if_unfinished(exercise: str) -> Iterator[None]:
 
 def forward(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None = None, seed: int = 0) -> None:
     """The Function's output equals PyTorch's on every probe, and comes from the student's Function."""
-    run("forward", exercise, fn, shapes, seed)
+    run_check("forward", exercise, fn, shapes, seed)
 
 
 def first_derivatives(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None = None, seed: int = 0) -> None:
     """backward returns one correctly shaped gradient per input, in the input's dtype, equal to PyTorch's
     (vector-Jacobian products with a random grad_output), and gradcheck passes."""
-    run("first derivatives", exercise, fn, shapes, seed)
+    run_check("first derivatives", exercise, fn, shapes, seed)
 
 
 def second_derivatives(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None = None, seed: int = 0) -> None:
     """Differentiating the student's gradient (create_graph=True) gives PyTorch's second derivatives, with
     respect to each input and to grad_output, and gradgradcheck passes."""
-    run("second derivatives", exercise, fn, shapes, seed)
+    run_check("second derivatives", exercise, fn, shapes, seed)
 
 
 def structure(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None = None, seed: int = 0) -> None:
     """A real custom Function that saves tensors with save_for_backward (none as ctx attributes); with several
     inputs, correct use of ctx.needs_input_grad and None for non-tensor arguments."""
-    run("structure", exercise, fn, shapes, seed)
+    run_check("structure", exercise, fn, shapes, seed)
 
 
 def forward_mode(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None = None, seed: int = 0) -> None:
     """The Function's jvp gives PyTorch's forward-mode derivative, through torch.func.jvp and through
     torch.autograd.forward_ad dual tensors, with a random tangent."""
-    run("forward mode", exercise, fn, shapes, seed)
+    run_check("forward mode", exercise, fn, shapes, seed)
 
 
 def vmap(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None = None, seed: int = 0) -> None:
     """torch.func.vmap over the Function equals a loop over the samples (and PyTorch), and
     vmap(grad(...)) gives PyTorch's per-sample gradients."""
-    run("vmap", exercise, fn, shapes, seed)
+    run_check("vmap", exercise, fn, shapes, seed)

@@ -637,7 +637,7 @@ def test_cells_to_run_does_not_count_a_copied_test_cell_twice():
     "checks.forward('square', Square.apply)[0]",
     "checks.forward('square', get_ipython().user_ns['Square'].apply)",
     "checks.forward(exercise='square', fn=Square.apply)",
-    "checks.run('forward', 'square', Square.apply, None, 0)",
+    "checks.run_check('forward', 'square', Square.apply, None, 0)",
     "checks.__dict__['forward']('square', Square.apply)",
     "basics.check_vjp(vector_jacobian_product, **{'sizes': (3,)})",
     "basics.observe('check_vjp', vector_jacobian_product)",

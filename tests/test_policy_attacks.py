@@ -46,7 +46,7 @@ with Catch():
 def test_functools_update_wrapper_is_not_an_unrestricted_getattr() -> None:
     """update_wrapper(assigned=, updated=) reads and writes attributes named by data: a traceback handed to a cell's
     own __exit__ gave its frame, the frame above, and that frame's globals (in the child: IPython's and then
-    grader.sandboxed.child.run's frame with report, flag, guard ...)."""
+    grader.sandboxed.child.run_cells's frame with report, flag, guard ...)."""
     refused(SINK)
 
 

@@ -59,7 +59,7 @@ def test_the_facades_offer_exactly_the_registrys_public_names():
 @pytest.mark.parametrize("check", [c for c in registry.CHECKS if c.facade == "checks"], ids=lambda c: c.public)
 def test_each_public_custom_function_check_runs_the_registrys_check(check, monkeypatch):
     ran = []
-    monkeypatch.setattr(checks, "run", lambda name, exercise, fn, shapes, seed: ran.append((name, exercise)))
+    monkeypatch.setattr(checks, "run_check", lambda name, exercise, fn, shapes, seed: ran.append((name, exercise)))
     getattr(checks, check.public)("square", print)
     assert ran == [(check.name, "square")]
 
@@ -72,7 +72,7 @@ def test_the_test_cell_parser_reads_each_check_under_its_registry_name(check):
     assert call.kwargs.get("exercise") == ("square" if check.takes_exercise else None)
 
 
-@pytest.mark.parametrize("source", ['checks.run("forward", "square", Square.apply, None, 0)', "basics.observe(f)",
+@pytest.mark.parametrize("source", ['checks.run_check("forward", "square", Square.apply, None, 0)', "basics.observe(f)",
                                     'checks.skip_if_unfinished("square")', "checks.judge(f)"])
 def test_the_test_cell_parser_refuses_what_is_not_a_check_of_the_registry(source):
     with pytest.raises(testcells.UnsupportedTestCell):

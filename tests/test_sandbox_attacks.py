@@ -696,7 +696,7 @@ def test_a_notebook_that_breaks_the_channel_ends_and_its_unobserved_checks_score
 
 def test_a_program_the_notebook_execs_cannot_report_for_it():
     """The notebook makes every descriptor inheritable and execs a fresh interpreter (same pid) that re-runs the
-    child's entry point, grader.sandboxed.child.run, on a plan of its own, and writes a forged report on every socket it
+    child's entry point, grader.sandboxed.child.run_cells, on a plan of its own, and writes a forged report on every socket it
     holds. Old code: the worker took the new program's reports as the notebook's (SO_PEERCRED names the same pid):
     its cell's output came back. Now: the channel was closed by exec, the worker no longer listens, and a line
     written on a kept descriptor is not signed: nothing of it is kept."""
@@ -710,7 +710,7 @@ def test_a_program_the_notebook_execs_cannot_report_for_it():
     names = set(line.split()[-1] for line in open("/proc/net/unix") if "@grader-" in line)
     for name in names:
         try:
-            grader.sandboxed.child.run([{{"kind": "code", "index": 0, "source": "print('forged-by-exec-run')"}}], "\\0" + name[1:])
+            grader.sandboxed.child.run_cells([{{"kind": "code", "index": 0, "source": "print('forged-by-exec-run')"}}], "\\0" + name[1:])
         except OSError:
             pass
     """)

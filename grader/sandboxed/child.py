@@ -1,6 +1,6 @@
 """The sandboxed side of trusted grading: run a notebook's cells, and observe where test cells stood.
 
-``run(plan, address)`` executes the plan in this process (forked by ``grader.sandboxed.worker`` for each notebook):
+``run_cells(plan, address)`` executes the plan in this process (forked by ``grader.sandboxed.worker`` for each notebook):
 PLAN holds the notebook's code cells in order; where an instructor's test cell stood it holds the check
 calls parsed from it (``grader.judge.testcells``), never its code. For each one it evaluates the function under
 test in the notebook's namespace, records observations (``grader.sandboxed.observe``) and reports one JSON message.
@@ -484,7 +484,7 @@ def _cell_error(error: BaseException, source: str) -> dict[str, Any]:
     return info
 
 
-def run(plan: list[dict[str, Any]], address: str, key: bytes | None = None) -> None:
+def run_cells(plan: list[dict[str, Any]], address: str, key: bytes | None = None) -> None:
     """Execute the plan, reporting one message per event on one connection to the socket at ``address``, each
     line signed with ``key`` (``grader.boundary.channel``) when one is given."""
     # Everything this loop calls is held in locals (of this frame and of closures only an audited gc walk or
@@ -637,7 +637,7 @@ def main(plan_path: str, address: str) -> None:
     """Unsandboxed grading (trusted code only): ``python -m grader.sandboxed.child PLAN.json ADDRESS``."""
     with open(plan_path, encoding="utf-8") as f:
         plan = json.load(f)
-    run(plan, "\0" + address[1:] if address.startswith("@") else address)  # "@name": an abstract socket
+    run_cells(plan, "\0" + address[1:] if address.startswith("@") else address)  # "@name": an abstract socket
 
 
 def _suspicion() -> Callable[[str, tuple[Any, ...]], str]:

@@ -6,7 +6,7 @@ per notebook.
 Protocol with the pool, one JSON object per line over the worker's stdin and stdout. The worker first says
 {"ready", "fingerprint"} (the digest of the grader package it imported: the pool checks it is its own). The
 pool then sends {"id", "plan", "timeout", "memory", "file_bytes"}; the worker forks a child that runs the
-plan (``grader.sandboxed.child.run``) in a fresh folder of the sandbox's private, size-limited /tmp, and answers
+plan (``grader.sandboxed.child.run_cells``) in a fresh folder of the sandbox's private, size-limited /tmp, and answers
 {"id", "returncode", "stopped", "seconds", "results"} once the child is gone, or {"id", "unhealthy"} when
 it finds itself unfit to grade (a folder it could not empty, a process it could not stop): the pool then
 grades that notebook on a fresh worker and charges nobody.
@@ -377,7 +377,7 @@ def _run_child(task: dict, folder: str, inbox: channel.Inbox, base_memory: int) 
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (int(task.get("file_bytes", 64 * 2**20)),) * 2)
-            child.run(task["plan"], inbox.address, inbox.key)
+            child.run_cells(task["plan"], inbox.address, inbox.key)
             os._exit(0)
         except BaseException:
             os._exit(1)

@@ -6,7 +6,7 @@
 # policy: off
 # class: forgeries
 # flagged: square
-# why: a wrong backward (the sign); gc.get_objects() finds grader.sandboxed.child.run's `report` closure (and the plan),
+# why: a wrong backward (the sign); gc.get_objects() finds grader.sandboxed.child.run_cells's `report` closure (and the plan),
 #      and the closure's `encode` cell is replaced by an encoder that, for square's test cells, encodes
 #      observations of another (right) Function made with the plan's own check calls. restore() guards module
 #      attributes and function code, not closure cells. On the old code: square=6 (full marks), nothing flagged.
