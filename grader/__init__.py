@@ -1,13 +1,16 @@
 """Grading package of the autograd course.
 
-- ``grader.checks``: the checks test cells call, one call per check (what is correct).
-- ``grader.judge.diagnosis``: names the mistake behind a failed check (what went wrong, how to fix it).
-- ``grader.spec.messages``: every sentence a student reads, in one table.
-- ``grader.spec.exercises``: the exercises (reference ops, probe inputs, notebook sections).
-- ``grader.basics``: the function-style checks of notebooks 1 and 4 as test cells call them
-  (``basics.check_<name>``); their registry is ``grader.spec.functions``, their observer
-  ``grader.sandboxed.observe_functions``, their judge ``grader.judge.functions``.
-- ``grader.judge.runner`` / ``grader.classroom.cli``: run a notebook's code in a separate process and score it.
+- ``grader.checks``, ``grader.basics``, ``grader.graphs``: what a notebook imports (the self-checks test cells call,
+  the graph drawing); thin facades over the layers below.
+- ``grader.spec``: what is correct and what is said: exercises, the one registry of checks, probes, references,
+  findings and every sentence a student reads (``grader.spec.messages``).
+- ``grader.boundary``: what crosses between the sandbox and the judge (wire format, channel, limits, fingerprint).
+- ``grader.sandboxed``: what runs beside the student's code (worker, child, guard, observers, policy).
+- ``grader.isolation``: starting and holding sandboxes (bubblewrap, seccomp, the pool, the Dask pool).
+- ``grader.judge``: verdicts from observations (judges, diagnosis, test-cell parsing, the runner).
+- ``grader.classroom``: nbgrader's plugins, autograde, the demo, the gradebook, the report, the CLI.
+
+README, "How the grader is built", has the picture and what each layer may import.
 
 Importing this package is cheap (no nbgrader, no Jupyter) so that students'
 self-checks answer quickly.
