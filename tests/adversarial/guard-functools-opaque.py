@@ -10,7 +10,8 @@
 #      functools.lru_cache when it runs: the cell replaces functools.lru_cache (the functools module is no
 #      namespace of the guard's) by one that keeps each function it wraps, reaches the probe function's list of
 #      calls through its __closure__ and adds a record "called under a jvp transform, with a tangent", as
-#      nb4-hvp-closure-forgery did before _opaque.
+#      nb4-hvp-closure-forgery did before _opaque. Now every library a grader module holds is a namespace of the
+#      guard's (grader.sandboxed.guarded.reached). On the old code: hvp=4.
 # <solution>
 import functools
 

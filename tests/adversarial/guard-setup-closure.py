@@ -12,6 +12,7 @@
 #      cell swaps the closure cell make_probes for one that negates v, and the code of the batch setups for one
 #      whose loss_fn is divided by the number of batches: the sandbox's probes differ only where the judge does not
 #      look (x, w, .grad before and the batches are the same), so the wrong answers give the right numbers.
+#      Now grader.sandboxed.guarded.reached guards those closures. On the old code: vjp=1 accumulate=4.
 # %% cell: vjp
 import grader.spec.function_probes
 import grader.spec.functions
