@@ -56,7 +56,7 @@ torch._functorch.predispatch.lazy_load_decompositions()  # vmap loads them on fi
 
 from grader.spec import exercises, registry
 from grader.sandboxed import observe, observe_functions, policy
-from grader.sandboxed.guarded import TABLES_UNGUARDED, grader_modules
+from grader.sandboxed.guarded import LIBRARY_REBINDS, TABLES_UNGUARDED, grader_modules, reached
 from grader.sandboxed.shell import NEEDS_IPYTHON_TRANSFORMS, Outputs, make_shell  # noqa: F401  (worker, tests)
 from grader.boundary import wire
 from grader.spec.exercises import get
@@ -163,6 +163,12 @@ def _grader_tables() -> list[Any]:
     return tables
 
 
+def _unique(objects: list[Any]) -> list[Any]:
+    """``objects`` without repeats, by identity (no ``__eq__``/``__hash__`` of theirs runs)."""
+    seen: set[int] = set()
+    return [o for o in objects if not (id(o) in seen or seen.add(id(o)))]  # type: ignore[func-returns-value]
+
+
 def _cell_filled(cell: Any) -> bool:
     try:
         cell.cell_contents
@@ -192,13 +198,18 @@ class Guard:
         self.code_writes = code_writes
         self.namespaces = []
         modules = grader_modules(__name__ == "__main__")
-        owners = [*GUARDED_NAMESPACES, *modules, *functorch_namespaces(), *_grader_classes(), sys.modules[__name__]]
+        # what those modules reach through their tables and closures, and the libraries they call into (guarded.reached)
+        reached_functions, reached_tables, libraries = reached(modules, TABLES_UNGUARDED)
+        rebinds = REBOUND_BY_TORCH | {(sys.modules[name], key) for name, keys in LIBRARY_REBINDS.items()
+                                      if name in sys.modules for key in keys}
+        owners = [*GUARDED_NAMESPACES, *modules, *functorch_namespaces(), *_grader_classes(), *libraries,
+                  sys.modules[__name__]]
         for owner in [owner for k, owner in enumerate(owners) if not any(o is owner for o in owners[:k])]:
-            kept = {k: v for k, v in vars(owner).items() if (owner, k) not in REBOUND_BY_TORCH}
+            kept = {k: v for k, v in vars(owner).items() if (owner, k) not in rebinds}
             strict = isinstance(owner, type) or owner in ADDITIONS_REMOVED or any(m is owner for m in modules)
-            rebound = tuple(k for o, k in REBOUND_BY_TORCH if o is owner)
+            rebound = tuple(k for o, k in rebinds if o is owner)
             self.namespaces.append([owner, kept, strict, rebound])
-        functions = [*_grader_functions(), *extra_functions]
+        functions = _unique([*_grader_functions(), *reached_functions, *extra_functions])
         self.functions = functions
         self.codes = [(fn.__code__, fn.__defaults__, fn.__kwdefaults__) for fn in functions]
         self.cells = [c for fn in functions for c in (fn.__closure__ or ()) if _cell_filled(c)]
@@ -209,7 +220,8 @@ class Guard:
         here = sys.modules[__name__]
         self.first = [(builtins.__dict__, dict(builtins.__dict__), "builtins"),
                       (here.__dict__, dict(here.__dict__), here.__name__)]
-        self.tables = [(table, dict(table) if type(table) is dict else list(table)) for table in _grader_tables()]
+        self.tables = [(table, dict(table) if type(table) is dict else list(table))
+                       for table in _unique([*_grader_tables(), *reached_tables])]
         self.restorer = _restorer(self)
 
     def restore(self) -> list[str]:
