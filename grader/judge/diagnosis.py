@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from grader.spec import messages
+from grader.spec.tolerances import ATOL, ATOL32, RTOL, RTOL32, tolerances  # noqa: F401 (diagnosis.<name>)
 # The finding and its rendering, and what an exception's text reveals, live in spec (both sides use them): the
 # judge's and the checks' names for them stay these.
 from grader.spec.findings import (EXCEPTION_PATTERNS, MAX_CTX_ATTRS, RENDER_WIDTH, CheckFailed, Finding,  # noqa: F401
@@ -63,16 +64,6 @@ def unfinished_notice(finding: Finding, target: str) -> str:
 
 
 # --- numbers --------------------------------------------------------------------------------
-
-RTOL, ATOL = 1e-7, 1e-9
-RTOL32, ATOL32 = 1e-5, 1e-6  # float32 probes: ~100 float32 rounding steps of slack
-
-
-def tolerances(dtype: torch.dtype) -> dict[str, float]:
-    """rtol/atol for comparing results of a probe of ``dtype`` with PyTorch's."""
-    if dtype == torch.float64:
-        return {"rtol": RTOL, "atol": ATOL}
-    return {"rtol": RTOL32, "atol": ATOL32}
 
 
 def close(a: torch.Tensor, b: torch.Tensor, rtol: float = RTOL, atol: float = ATOL) -> bool:

@@ -14,10 +14,9 @@ import torch
 from torch.autograd.functional import hessian, jacobian
 
 from grader.spec.exercises import _softplus
+from grader.spec.tolerances import FUNCTION_ATOL as ATOL, FUNCTION_RTOL as RTOL  # noqa: F401 (function_fields._close)
 
 DTYPE = torch.float64
-RTOL = 1e-5  # the function checks' tolerances (float64 results; ``grader.judge.function_fields._close``)
-ATOL = 1e-7
 
 
 # ---------------------------------------------------------------------------------------------
