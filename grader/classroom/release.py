@@ -117,15 +117,16 @@ def incomplete_message(lang: str, found: dict[str, list[str]], shown: int = 8) -
     return "\n".join(out)
 
 
-def build_translation(lang: str, root: Path = REPO) -> list[Path]:
-    """solutions/<assignment>-<lang>/ from the English and the catalogues: the notebooks and a README saying they
-    are generated; notebooks the English no longer has are removed. SystemExit with the message when incomplete."""
+def build_translation(lang: str, out: Path | None = None) -> list[Path]:
+    """solutions/<assignment>-<lang>/ (or ``out``) from the English and the catalogues: the notebooks and a README
+    saying they are generated; notebooks the English no longer has are removed. SystemExit with the message when a
+    catalogue is incomplete."""
     from grader.classroom import translation
 
     found = untranslated(lang)
     if found:
         raise SystemExit(incomplete_message(lang, found))
-    out = root / "solutions" / f"{ASSIGNMENT}-{lang}"
+    out = out or REPO / "solutions" / f"{ASSIGNMENT}-{lang}"
     try:
         written = translation.build(lang, out)
     except ValueError as exc:  # (the code of a translated cell changed: a comment or docstring broke it)
@@ -133,7 +134,7 @@ def build_translation(lang: str, root: Path = REPO) -> list[Path]:
                          f"in i18n/{lang}/, then run make release again (nothing was released)") from None
     for stale in sorted(set(out.glob("*.ipynb")) - set(written)):
         stale.unlink()
-    (out / "README.md").write_text(README.format(assignment=out.name, english=ASSIGNMENT, lang=lang,
+    (out / "README.md").write_text(README.format(assignment=f"{ASSIGNMENT}-{lang}", english=ASSIGNMENT, lang=lang,
                                                  language=LANGUAGES.get(lang, lang)), encoding="utf-8")
     return written
 
@@ -164,7 +165,7 @@ def release(root: Path = REPO) -> int:
         + (f"{len(changed)} put in canonical form: {', '.join(p.name for p in changed)}" if changed
            else "already in canonical form"))
     for lang, language in LANGUAGES.items():
-        written = build_translation(lang, root)
+        written = build_translation(lang, root / "solutions" / f"{ASSIGNMENT}-{lang}")
         say(f"release 2/4: solutions/{ASSIGNMENT}-{lang}/: {len(written)} {language} notebooks generated from "
             f"solutions/{ASSIGNMENT}/ and i18n/{lang}/*.po (every entry translated)")
     for assignment in (ASSIGNMENT, *(f"{ASSIGNMENT}-{lang}" for lang in LANGUAGES)):
