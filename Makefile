@@ -104,11 +104,11 @@ postgres: $(STAMP) ## start a local PostgreSQL gradebook in .postgres/ (for tryi
 postgres-stop: $(STAMP) ## stop the local PostgreSQL of make postgres
 	@$(BIN)/python -m grader.postgres stop --dir $(POSTGRES_DIR)
 
-feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission (a progress line; nbgrader's log: nbgrader.log)
-	@$(BIN)/python -m grader.course feedback
+feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission (a progress line; nbgrader's log: nbgrader.log); ASSIGNMENT=autograd-zh
+	@$(BIN)/python -m grader.course feedback --assignment '$(ASSIGNMENT)'
 
-report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distributions and the class's most frequent mistakes
-	$(BIN)/python -m grader.report
+report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distributions and the class's most frequent mistakes; ASSIGNMENT=autograd-zh
+	$(BIN)/python -m grader.report --assignment '$(ASSIGNMENT)'
 
 scores: $(STAMP) ## print scores per student and exercise from the gradebook (gradebook.db, or GRADER_DB_URL)
 	$(BIN)/python -m grader.course scores

@@ -169,3 +169,57 @@ def test_the_hidden_tests_are_the_same_in_both_languages(zh):
             found = hidden.findall(en.source)
             assert [translation._without_docstrings(h) for h in hidden.findall(cn.source)] == \
                 [translation._without_docstrings(h) for h in found], (name, en.id)
+
+
+def test_autograde_and_feedback_and_report_take_the_chinese_assignment(tmp_path):
+    """`make autograde/feedback/report ASSIGNMENT=autograd-zh`: the Makefile passes it on to each; an assignment
+    the course does not have is refused naming both of its assignments."""
+    import subprocess
+
+    from grader.classroom import course
+
+    for target, command in (("autograde", "grader.course autograde --assignment 'autograd-zh'"),
+                            ("feedback", "grader.course feedback --assignment 'autograd-zh'"),
+                            ("report", "grader.report --assignment 'autograd-zh'")):
+        dry = subprocess.run(["make", "-n", "-W", ".venv/.installed", target, "ASSIGNMENT=autograd-zh"], cwd=REPO,
+                             capture_output=True, text=True)
+        assert command in dry.stdout, (target, dry.stdout, dry.stderr)
+    (tmp_path / "submitted").mkdir()
+    (tmp_path / "solutions").symlink_to(REPO / "solutions")
+    with pytest.raises(SystemExit) as refused:
+        course.autograde(tmp_path, "autograd-fr")
+    assert "its assignments: autograd, autograd-zh" in str(refused.value)
+
+
+@pytest.mark.slow
+def test_nbgrader_autogrades_chinese_notebooks_to_the_english_scores(tmp_path_factory):
+    """Students of the demo class handing in the Chinese notebooks (their catalogued mistakes pasted in the answer
+    cells) get exactly the scores the English notebooks get them (tests/test_course.py's expectations)."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    from test_course import _fresh_clone, expected_scores
+    from grader.classroom import course
+
+    folder = Path(tempfile.mkdtemp(prefix="zh-class-"))
+    os.chmod(folder, 0o755)  # the sandbox user reaches it (pytest's tmp_path is private to root)
+    try:
+        clone = _fresh_clone(folder / "clone")
+        students = course.class_answers(REPO / "examples" / "students.toml", course.answer_sources(ENGLISH),
+                                        REPO / "examples" / "mistakes")
+        chosen = ("ada", "chen", "dara")
+        for student in chosen:
+            course.build_submission(clone / "notebooks" / "autograd-zh", students[student],
+                                    clone / "submitted" / student / "autograd-zh")
+        done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--assignment", "autograd-zh"],
+                              cwd=clone, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=900, env={**os.environ, "PYTHONPATH": ""})
+        assert done.returncode == 0, done.stdout[-4000:]
+        got = course.gradebook_scores(f"sqlite:///{clone / 'gradebook.db'}", "autograd-zh")
+        expected = expected_scores()
+        for student in chosen:
+            assert {e: got[student][e][0] for e in expected[student]} == expected[student], student
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
