@@ -86,15 +86,15 @@ system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and l
 sandbox-user: $(STAMP) system-packages ## as root: the unprivileged user student code runs as, allowed to reach the Python install
 	@$(BIN)/python -m grader.sandbox setup
 
-release: $(STAMP) ## regenerate the student notebooks (notebooks/) from solutions/ with nbgrader
-	$(BIN)/python -m grader.notebooks normalize solutions
-	$(NBGRADER) generate_assignment $(ASSIGNMENT) --force
-	$(BIN)/python -m grader.notebooks check
+# One source: solutions/autograd/ (English). solutions/autograd-zh/ is generated from it and i18n/zh/*.po (an
+# untranslated or fuzzy entry stops the release, saying what to do); nbgrader releases both into notebooks/.
+release: $(STAMP) ## regenerate solutions/autograd-zh/ (from solutions/autograd/ + i18n/zh/) and the student notebooks notebooks/autograd{,-zh}/ with nbgrader
+	@$(BIN)/python -m grader.classroom.release
 
 demo: install ## the main job: autograde the bundled example class with nbgrader, print scores, write feedback
 	@$(BIN)/python -m grader.course demo
 
-autograde: $(STAMP) ## autograde submitted/ with nbgrader (gradebook created if missing), print the scores; FORCE=1 regrade all (make has no --force), ASSIGNMENT=name, JOBS=N DB_URL=postgresql+psycopg://...: N processes
+autograde: $(STAMP) ## autograde submitted/ with nbgrader (gradebook created if missing), print the scores; FORCE=1 regrade all (make has no --force), ASSIGNMENT=autograd-zh for the Chinese notebooks, JOBS=N DB_URL=postgresql+psycopg://...: N processes
 	@$(BIN)/python -m grader.course autograde --assignment '$(ASSIGNMENT)' $(if $(filter 1 yes true,$(FORCE)),--force)
 
 POSTGRES_DIR ?= .postgres
@@ -104,11 +104,11 @@ postgres: $(STAMP) ## start a local PostgreSQL gradebook in .postgres/ (for tryi
 postgres-stop: $(STAMP) ## stop the local PostgreSQL of make postgres
 	@$(BIN)/python -m grader.postgres stop --dir $(POSTGRES_DIR)
 
-feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission (a progress line; nbgrader's log: nbgrader.log)
-	@$(BIN)/python -m grader.course feedback
+feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission (a progress line; nbgrader's log: nbgrader.log); ASSIGNMENT=autograd-zh
+	@$(BIN)/python -m grader.course feedback --assignment '$(ASSIGNMENT)'
 
-report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distributions and the class's most frequent mistakes
-	$(BIN)/python -m grader.report
+report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distributions and the class's most frequent mistakes; ASSIGNMENT=autograd-zh
+	$(BIN)/python -m grader.report --assignment '$(ASSIGNMENT)'
 
 scores: $(STAMP) ## print scores per student and exercise from the gradebook (gradebook.db, or GRADER_DB_URL)
 	$(BIN)/python -m grader.course scores

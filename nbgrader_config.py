@@ -43,6 +43,9 @@ c.CourseDirectory.release_directory = "notebooks"
 c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
+# solutions/autograd-zh/README.md says that folder is generated (`make release`): for the instructor, not released to
+# students. (nbgrader's default list, plus README.md.)
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "README.md"]
 
 # Stubs that name the exercise and the function to write (grader/nbgrader_plugins.py).
 # nbgrader 0.9.6's default list, with ClearSolutions replaced.

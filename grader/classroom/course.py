@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.classroom.demo_class import answer_sources, build_submission, class_answers, mistake_source  # noqa: F401
-from grader.classroom.folders import ASSIGNMENT, LOG_NAME, REPO  # noqa: F401
+from grader.classroom.folders import ASSIGNMENT, ASSIGNMENTS, LOG_NAME, REPO  # noqa: F401
 from grader.classroom.gradebook import (  # noqa: F401 (course.X: what tests and the benchmarks read here)
     GradebookUnreachable, _cell_order, _reached, gradebook_notebooks, gradebook_scores, gradebook_students,
     gradebook_url, is_sqlite, render_scores, shown_url,
@@ -510,7 +510,8 @@ def main(argv: list[str] | None = None) -> int:
     a = sub.add_parser("autograde", help="nbgrader autograde of submitted/ (creating the gradebook if needed), then the table")
     a.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
     a.add_argument("--assignment", default=ASSIGNMENT,
-                   help=f"the assignment, a folder of solutions/ (default: {ASSIGNMENT}); make autograde ASSIGNMENT=...")
+                   help=f"the assignment, a folder of solutions/ (default: {ASSIGNMENT}; the course's: "
+                        f"{', '.join(ASSIGNMENTS)}); make autograde ASSIGNMENT=...")
     a.add_argument("--force", action="store_true",
                    help="autograde again the submissions autograded before (make autograde FORCE=1)")
     a.add_argument("--jobs", type=int, default=None,
@@ -524,6 +525,9 @@ def main(argv: list[str] | None = None) -> int:
     f = sub.add_parser("feedback", help="nbgrader generate_feedback for every autograded submission, with progress")
     f.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
     f.add_argument("--force", action="store_true", help="write again the pages written before")
+    f.add_argument("--assignment", default=ASSIGNMENT,
+                   help=f"the assignment (default: {ASSIGNMENT}; the course's: {', '.join(ASSIGNMENTS)}); "
+                        "make feedback ASSIGNMENT=...")
     s = sub.add_parser("scores", help="print scores per student and exercise from a gradebook")
     s.add_argument("--db", default=os.environ.get("GRADER_DB_URL", "").strip() or "sqlite:///gradebook.db",
                    help="the gradebook's URL (default: GRADER_DB_URL, else sqlite:///gradebook.db)")
@@ -533,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         return demo(args.dir)
     if args.command == "feedback":
-        return feedback(args.root, force=args.force)
+        return feedback(args.root, args.assignment, force=args.force)
     if args.command == "autograde":
         if args.jobs is not None and args.jobs < 1:
             parser.error("--jobs needs 1 or more")

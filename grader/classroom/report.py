@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.classroom.folders import ASSIGNMENT, ASSIGNMENTS
 from grader.classroom.untrusted import csv_cell
 
 Scores = dict[str, dict[str, tuple[float, float]]]  # student -> exercise -> (score, max)
@@ -322,7 +323,8 @@ def flag_line(root: Path, assignment: str, out: Path | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.report", description=__doc__.split("\n")[0])
     parser.add_argument("--root", type=Path, default=Path("."), help="course root (holds gradebook.db)")
-    parser.add_argument("--assignment", default="autograd")
+    parser.add_argument("--assignment", default=ASSIGNMENT,
+                        help=f"the assignment (default: {ASSIGNMENT}; the course's: {', '.join(ASSIGNMENTS)})")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <root>/reports)")
     parser.add_argument("--db", default=None, help="the gradebook's URL (default: GRADER_DB_URL, else "
                                                    "sqlite:///<root>/gradebook.db)")

@@ -43,6 +43,8 @@ from typing import Iterator
 import nbformat
 import polib
 
+from grader.classroom.notebooks import canonical
+
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "solutions" / "autograd"
 I18N = ROOT / "i18n"
@@ -443,7 +445,10 @@ def build(lang: str, out: Path, fallback: bool = False) -> list[Path]:
         nb = nbformat.read(nb_path, as_version=4)
         po = polib.pofile(str(catalogue_path(lang, nb_path)), wrapwidth=0)
         translated = translate_notebook(nb, po, fallback=fallback)
-        translated.metadata["autograd_course"] = {"language": lang}
+        translated.metadata["autograd_course"] = {
+            "language": lang,
+            "generated": f"from solutions/{SOURCE.name}/{nb_path.name} and i18n/{lang}/{nb_path.stem}.po by `make release`: "
+                         "never edit by hand (edit the English, or the catalogue)"}
         for english, cell in zip(nb.cells, translated.cells):
             if cell.cell_type == "code":
                 try:
@@ -454,7 +459,7 @@ def build(lang: str, out: Path, fallback: bool = False) -> list[Path]:
                 if not same:
                     raise ValueError(f"{nb_path.name}, cell {cell.id}: translating changed the code itself")
         target = out / nb_path.name
-        nbformat.write(translated, target)
+        target.write_text(canonical(translated), encoding="utf-8")  # as `make release` keeps every notebook
         written.append(target)
     return written
 
