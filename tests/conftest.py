@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -167,3 +168,60 @@ ALTERNATIVES = [read_entry(p) for p in sorted((EXAMPLES / "alternatives").glob("
 def repo() -> Path:
     return REPO
 
+
+
+# --- expensive results built once per `make test`, shared by the files (and xdist processes) that read them ----------
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder ``<session temp>/shared/<name>``, made by ``build(folder)`` once for the whole test session.
+
+    Under pytest-xdist each process has its own temporary folder; the folder above them is the session's, so the
+    first process that asks builds the folder (under a file lock) and the others wait for it, then reuse it. A build
+    that failed is not retried (its exception is raised again in every test that asks). Readers must not change the
+    folder: copy it (``shutil.copytree(..., symlinks=True)``) to write into it.
+    """
+    import fcntl
+    import json
+    import traceback
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # (pytest-of-<user>/pytest-N/ above each process's popen-gwN/)
+    shared = base / "shared"
+    shared.mkdir(exist_ok=True)
+    folder, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed, also if this process dies
+        if not done.exists():
+            try:
+                folder.mkdir()
+                build(folder)
+                done.write_text(json.dumps({"error": ""}))
+            except BaseException:
+                done.write_text(json.dumps({"error": traceback.format_exc()}))
+                raise
+    error = json.loads(done.read_text())["error"]
+    assert not error, f"building the shared {name} failed (in another test's setup):\n{error}"
+    return folder
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory) -> tuple[Path, int, str]:
+    """`make demo` after the install: `python -m grader.course demo` in ``<folder>/course``, run once for every file
+    that reads it (test_course, test_readme, test_cluster, test_gradebook_postgres): (folder, exit code, output as a
+    CI log would hold it). The course folder is the demo class graded by one nbgrader process on a SQLite gradebook;
+    copy it to change it."""
+    import json
+    import subprocess
+    import sys
+
+    def build(folder: Path) -> None:
+        done = subprocess.run([sys.executable, "-m", "grader.course", "demo", "--dir", str(folder / "course")],
+                              cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=900)
+        (folder / "run.json").write_text(json.dumps({"returncode": done.returncode, "stdout": done.stdout}))
+
+    folder = built_once(tmp_path_factory, "demo", build)
+    run = json.loads((folder / "run.json").read_text())
+    return folder, run["returncode"], run["stdout"]

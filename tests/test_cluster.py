@@ -33,13 +33,22 @@ import pytest
 
 from grader.isolation import cluster, pool as local, sandbox
 from grader.classroom import course
-# The adversarial corpus's end-to-end tests, imported to be collected here too: with this module's `classroom`,
-# every class of tests/adversarial/ is graded through Dask, and every expectation of test_adversarial.py holds.
+# The adversarial corpus's end-to-end tests, run here too: with this module's `classroom`, every class of
+# tests/adversarial/ but `controls` is graded through Dask, and every expectation of test_adversarial.py holds.
 # (The time bounds are asserted below, with a margin for the Dask processes on this machine.)
-from test_adversarial import (AVAILABLE, CLASSES, STUDENTS, WHY, GradedClass, _ids, _template,  # noqa: F401
-                              grade_class, students_of, test_after_grading,
-                              test_each_student_gets_the_points_its_code_deserves,
-                              test_flagged_students_are_flagged_and_controls_never)
+import test_adversarial as local_corpus
+from test_adversarial import AVAILABLE, WHY, GradedClass, _ids, _template, grade_class, students_of
+
+# `controls` (right answers written another way, examples/alternatives/, never flagged) attacks nothing: the
+# sandbox, the guard and the observers that grade them are the same code on a Dask worker, and they are graded in
+# test_adversarial.py. What a Dask worker changes for right answers (the plan, the answer and its bounds, the
+# verdicts) is proved on Dask by the demo class (its perfect and mistaken students) and by every other class here,
+# each of which has the honest control 0-control-perfect.
+NOT_ON_DASK = {"controls"}
+CLASSES = [klass for klass in local_corpus.CLASSES if klass not in NOT_ON_DASK]
+STUDENTS = [(klass, case) for klass, case in local_corpus.STUDENTS if klass in CLASSES]
+FLAGGED = [(klass, case) for klass, case in STUDENTS if case.flagged is not None]
+AFTER = [(klass, case, check) for klass, case in STUDENTS for check in case.after]
 from test_course import expected_scores
 
 needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
@@ -216,6 +225,33 @@ def classroom(loopback, workdir, template):
 @pytest.mark.slow
 @needs_sandbox
 @pytest.mark.parametrize("klass,case", STUDENTS, ids=[_ids(s) for s in STUDENTS])
+def test_each_student_gets_the_points_its_code_deserves(classroom, klass, case):
+    local_corpus.test_each_student_gets_the_points_its_code_deserves(classroom, klass, case)
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("klass,case,check", AFTER, ids=[f"{k}/{c.student}/{a[0]}" for k, c, a in AFTER])
+def test_after_grading(classroom, klass, case, check):
+    local_corpus.test_after_grading(classroom, klass, case, check)
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("klass,case", FLAGGED, ids=[_ids(s) for s in FLAGGED])
+def test_flagged_students_are_flagged_and_controls_never(classroom, klass, case):
+    local_corpus.test_flagged_students_are_flagged_and_controls_never(classroom, klass, case)
+
+
+def test_every_class_but_the_controls_is_graded_on_dask():
+    assert NOT_ON_DASK <= set(local_corpus.CLASSES), "a class left out of the Dask run no longer exists"
+    assert set(CLASSES) == set(local_corpus.CLASSES) - NOT_ON_DASK and len(CLASSES) >= 9
+    assert {klass for klass, _ in STUDENTS} == set(CLASSES)
+
+
+@pytest.mark.slow
+@needs_sandbox
+@pytest.mark.parametrize("klass,case", STUDENTS, ids=[_ids(s) for s in STUDENTS])
 def test_each_student_costs_at_most_its_bound_on_dask(classroom, klass, case):
     graded = classroom(klass)
     times = {nb: s for (student, nb), s in graded.notebook_seconds.items() if student == case.student}
@@ -278,21 +314,23 @@ def _graded_lines(log: str) -> list[str]:
 
 @pytest.mark.slow
 @needs_sandbox
-def test_the_demo_class_graded_on_dask_workers_gets_the_local_pools_verdicts(loopback, workdir, template):
-    total = _demo_course(workdir / "demo-local", template)
-    _demo_course(workdir / "demo-dask", template)
-    code, log, local_seconds = _autograde(workdir / "demo-local", course.nbgrader_env())
-    assert code == 0, log[-3000:]
+def test_the_demo_class_graded_on_dask_workers_gets_the_local_pools_verdicts(loopback, workdir, template, demo_run):
+    demo, code, out = demo_run  # the demo class graded by the local pool (`python -m grader.course demo`, shared)
+    assert code == 0, out[-3000:]
+    local = demo / "course"
+    total = _demo_course(workdir / "demo-dask", template)
+    assert total == sum(1 for _ in (local / "submitted").glob(f"*/{course.ASSIGNMENT}/*.ipynb"))
     code, log, dask_seconds = _autograde(workdir / "demo-dask", _on(loopback.address))
     assert code == 0, log[-3000:]
-    print(f"demo class, {total} notebooks: local pool {local_seconds:.1f} s, loopback Dask {dask_seconds:.1f} s")
+    print(f"demo class, {total} notebooks: loopback Dask {dask_seconds:.1f} s")
     assert "ERROR" not in log, log[-3000:]
     assert f"grading on the Dask cluster at {loopback.address}: 2 workers, 2 threads" in log, log[-3000:]
 
     scores = course.gradebook_scores(f"sqlite:///{workdir / 'demo-dask' / 'gradebook.db'}")
-    assert scores == course.gradebook_scores(f"sqlite:///{workdir / 'demo-local' / 'gradebook.db'}")
+    assert scores == course.gradebook_scores(f"sqlite:///{local / 'gradebook.db'}")
     assert {s: {e: got for e, (got, _) in row.items()} for s, row in scores.items()} == expected_scores()
-    assert _verdicts(workdir / "demo-dask") == _verdicts(workdir / "demo-local")
+    local_verdicts = _verdicts(local)
+    assert len(local_verdicts) == total and _verdicts(workdir / "demo-dask") == local_verdicts
     assert sorted(_graded_lines(log)) == sorted(set(_graded_lines(log))) and len(_graded_lines(log)) == total
 
 

@@ -67,14 +67,7 @@ def test_the_demo_class_has_a_perfect_a_blank_and_several_mistaken_students():
     assert sum(0 < t < top for t in totals.values()) >= 3
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    """`make demo` after the install: `python -m grader.course demo`, its output as a CI log would hold it."""
-    tmp_path = tmp_path_factory.mktemp("demo")
-    done = subprocess.run([sys.executable, "-m", "grader.course", "demo", "--dir", str(tmp_path / "course")],
-                          cwd=course.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=900)
-    return tmp_path, done.returncode, done.stdout
+# demo_run: the fixture of conftest.py (`python -m grader.course demo`, run once for every file that reads it)
 
 
 @pytest.mark.slow
@@ -203,12 +196,13 @@ def test_what_students_are_shown_holds_no_absolute_path_of_the_instructor(demo_r
 
 
 @pytest.mark.slow
-def test_make_feedback_prints_a_progress_line_not_nbgraders_log(demo_run):
+def test_make_feedback_prints_a_progress_line_not_nbgraders_log(demo_run, tmp_path):
     """Issue 21: `make feedback` (python -m grader.course feedback) writes every page and says so in a few lines;
     nbgrader's own lines (about ten per student) go to nbgrader.log."""
-    tmp_path, returncode, out = demo_run
+    demo, returncode, out = demo_run
     assert returncode == 0, out[-4000:]
-    root = tmp_path / "course"
+    root = tmp_path / "course"  # a copy: the demo's course is shared with other tests, read meanwhile
+    shutil.copytree(demo / "course", root, symlinks=True)
     recipe = subprocess.run(["make", "-n", "feedback"], cwd=course.REPO, capture_output=True, text=True).stdout
     assert "grader.course feedback" in recipe and "generate_feedback" not in recipe, recipe
     shutil.rmtree(root / "feedback")  # (as before the first `make feedback`)

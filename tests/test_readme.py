@@ -6,7 +6,8 @@
 - `make postgres` prints the stop command the README's example uses (`make postgres-stop`);
 - a number of tests, if the README gives one, is what `pytest --collect-only -q` collects.
 
-The demo is run once here (test_course.py's fixture, `python -m grader.course demo` in a temporary folder).
+The demo is run once for the session (conftest.py's fixture `demo_run`: `python -m grader.course demo` in a temporary
+folder).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from grader.classroom import course
-from test_course import demo_run  # noqa: F401  (the fixture: the demo's output, run once for this module)
 
 REPO = course.REPO
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -102,7 +102,7 @@ def test_make_postgres_prints_the_stop_command_the_readme_names():
 
 
 @pytest.mark.slow
-def test_the_readmes_demo_table_is_what_the_demo_prints(demo_run):  # noqa: F811
+def test_the_readmes_demo_table_is_what_the_demo_prints(demo_run):
     _, returncode, out = demo_run
     assert returncode == 0, out[-4000:]
     printed = out.rstrip("\n").split("\n")
@@ -124,7 +124,7 @@ def test_the_readmes_demo_table_is_what_the_demo_prints(demo_run):  # noqa: F811
 
 
 @pytest.mark.slow
-def test_the_readmes_line_count_of_the_demo_is_what_it_prints(demo_run):  # noqa: F811
+def test_the_readmes_line_count_of_the_demo_is_what_it_prints(demo_run):
     _, returncode, out = demo_run
     assert returncode == 0, out[-4000:]
     stated = re.search(r"about (\d+) lines in all", README)

@@ -179,6 +179,8 @@ def shared_folder():
     folder = Path(tempfile.mkdtemp(prefix="autograd-shared-", dir="/tmp"))
     folder.chmod(0o755)
     yield folder
+    # (it holds the students' venv, some 80,000 files: rm removes them in half the time shutil.rmtree takes)
+    subprocess.run(["rm", "-rf", "--one-file-system", str(folder)], capture_output=True)
     shutil.rmtree(folder, ignore_errors=True)
 
 
