@@ -6,7 +6,8 @@
 # policy: off
 # class: forgeries
 # why: a wrong backward (the sign), and the guard itself disarmed before any observation: the code of every method of
-#      grader.sandboxed.child's Guard (and of the helpers it compares with) is replaced by one that puts nothing back, then the
+#      grader.sandboxed.child's Guard (and of the helpers it compares with, and of the shell's output streams in
+#      grader.sandboxed.shell) is replaced by one that puts nothing back, then the
 #      grader's observers are replaced by assignment: grader.sandboxed.observe._grads negates what it records (the wrong sign
 #      comes out right) and run_gradcheck always passes. The guard's own code must be as guarded as the grader's
 #      functions it puts back. No frames, gc or ctypes.
@@ -14,6 +15,7 @@ import types
 
 import grader.sandboxed.child
 import grader.sandboxed.observe
+import grader.sandboxed.shell
 
 
 def _nothing(*args, **kwargs):
@@ -32,7 +34,8 @@ def _always_ok(fn, inputs, second):
     return {"ok": True}
 
 
-for _owner in [grader.sandboxed.child.Guard] + [v for k, v in vars(grader.sandboxed.child).items() if k.startswith("_") and isinstance(v, type)]:
+for _owner in [grader.sandboxed.child.Guard] + [v for m in (grader.sandboxed.child, grader.sandboxed.shell)
+                                                for k, v in vars(m).items() if k.startswith("_") and isinstance(v, type)]:
     for _name, _value in list(vars(_owner).items()):
         if isinstance(_value, types.FunctionType) and _name != "__init__":
             _returns_list = _name in ("restore", "written", "_lengths")
