@@ -180,7 +180,7 @@ def test_nbgraders_extensions_see_the_course(root_lab):
     assert status == 200, f"formgrader answers {status}: {page[:1000]}\n{server.tail()}"
     assert "not a subdirectory" not in server.log.read_text(errors="replace"), server.tail()
     assignments = server.json("/formgrader/api/assignments", timeout=120)  # read from the course's solutions/
-    assert [a["name"] for a in assignments] == ["autograd"], f"{str(assignments)[:2000]}\n{server.tail()}"
+    assert [a["name"] for a in assignments] == ["autograd", "autograd-zh"], f"{str(assignments)[:2000]}\n{server.tail()}"
 
 
 def test_open_save_and_validate_in_the_lab_change_no_committed_notebook(root_lab):

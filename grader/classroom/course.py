@@ -529,6 +529,8 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"the assignment (default: {ASSIGNMENT}; the course's: {', '.join(ASSIGNMENTS)}); "
                         "make feedback ASSIGNMENT=...")
     s = sub.add_parser("scores", help="print scores per student and exercise from a gradebook")
+    s.add_argument("--assignment", default=ASSIGNMENT,
+                   help=f"the assignment (default: {ASSIGNMENT}; the course's: {', '.join(ASSIGNMENTS)})")
     s.add_argument("--db", default=os.environ.get("GRADER_DB_URL", "").strip() or "sqlite:///gradebook.db",
                    help="the gradebook's URL (default: GRADER_DB_URL, else sqlite:///gradebook.db)")
     s.add_argument("--root", type=Path, default=None,
@@ -547,8 +549,8 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:  # (before or after the nbgrader processes: nothing half-recorded)
             say("interrupted: run make autograde again")
             return 130
-    say(render_scores(gradebook_scores(args.db)))
-    flagged = flag_line(args.root or course_root(args.db))
+    say(render_scores(gradebook_scores(args.db, args.assignment)))
+    flagged = flag_line(args.root or course_root(args.db), args.assignment)
     if flagged:
         say(flagged)
     return 0

@@ -85,7 +85,8 @@ class _Worker:
         finally:
             os.close(policy)
         self.stderr: collections.deque[str] = collections.deque(maxlen=20)
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self._stderr_drained = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_drained.start()
         self.ready: bool | None = None  # known once its first line arrives (torch import: about a second)
         self.problem = ""
 
@@ -114,6 +115,8 @@ class _Worker:
             code = self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             code = None
+        if code is not None:  # what it said before exiting: read to the end (on a loaded machine the reader lags)
+            self._stderr_drained.join(timeout=5)
         said = " | ".join(line for line in list(self.stderr)[-6:] if line.strip())
         state = f"exited with status {code}" if code is not None else f"said nothing within {READY_SECONDS} s"
         return f"the sandboxed grading worker {state}" + (f": {said}" if said else "")
