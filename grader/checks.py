@@ -48,8 +48,7 @@ def run(check: str, exercise: str, fn: Callable[..., Any], shapes: Sequence[Shap
             raise
         print(dx.unfinished_notice(failure.finding, target))
         return
-    count = len(probes)
-    print(f"✓ {dx.check_label(ex.id, check)}: {summary} on {count} probe{'s' if count != 1 else ''}")
+    print(dx.passed_line(ex.id, check, summary, len(probes)))
 
 
 @contextlib.contextmanager

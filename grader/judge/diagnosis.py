@@ -62,6 +62,12 @@ def unfinished_notice(finding: Finding, target: str) -> str:
     return f"○ {note.title.format(**fields)}\n  {note.hint.format(**fields)}"
 
 
+def passed_line(exercise: str, check: str, summary: str, count: int) -> str:
+    """A passed check's line: '✓ square · forward: x² matches PyTorch on 4 probes'."""
+    said = messages.say("passed_probes" if count != 1 else "passed_one_probe", summary=summary, count=count)
+    return f"✓ {check_label(exercise, check)}: {said}"
+
+
 # --- numbers --------------------------------------------------------------------------------
 
 RTOL, ATOL = 1e-7, 1e-9
