@@ -96,7 +96,7 @@ def worst_element(expected: torch.Tensor, received: torch.Tensor, digits: int = 
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape)) if diff.dim() else ()
     e = expected.reshape(-1)[flat].item() if expected.numel() else float("nan")
     r = received.reshape(-1)[flat].item() if received.numel() else float("nan")
-    where = "[" + ", ".join(map(str, index)) + "]" if index else "(scalar)"
+    where = "[" + ", ".join(map(str, index)) + "]" if index else messages.say("scalar")
     return where, f"{e:.{digits}g}", f"{r:.{digits}g}"
 
 
