@@ -68,7 +68,8 @@ def skip_if_unfinished(exercise: str) -> Iterator[None]:
         if not target:
             raise
         note = messages.message("unfinished_skipped")
-        print(f"○ {note.title.format(exercise=exercise, target=target)} {note.hint}")
+        print("○ " + messages.say("two_sentences", first=note.title.format(exercise=exercise, target=target),
+                                  second=note.hint))
 
 
 def forward(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None = None, seed: int = 0) -> None:

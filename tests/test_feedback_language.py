@@ -430,3 +430,25 @@ def test_a_self_check_in_a_chinese_notebooks_kernel_speaks_chinese(tmp_path, chi
     if via_jupyter_server:
         out = _kernel_output(english, _SELF_CHECK, True)
         assert "✓ square · forward: x² matches PyTorch on" in out and "hint:" in out, out
+
+
+@pytest.mark.slow
+def test_nbgrader_validate_of_a_chinese_notebook_shows_the_diagnosis_in_chinese(tmp_path, chinese_solutions):
+    """`nbgrader validate` (the Validate button) runs the notebook in a kernel it names nowhere: the kernel finds the
+    language from the notebooks of the folder it runs in, which nbgrader marks (NBGRADER_VALIDATING)."""
+    from grader.classroom.demo_class import build_submission
+
+    answers = {"square": (EXAMPLES / "mistakes" / "square-wrong-sign.py").read_text(encoding="utf-8")}
+    build_submission(chinese_solutions, answers, tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("GRADER_LANGUAGE", "JPY_SESSION_NAME")}
+    run = subprocess.run([sys.executable, "-m", "nbgrader", "validate", "03_double_backward.ipynb"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=600)
+    out = run.stdout
+    assert "VALIDATION FAILED" in out, out + run.stderr
+    errors = [block.split("The following cell failed")[0] for block in out.split("The error was:")[1:]]
+    assert errors and all("提示：" in e and "✗ square ·" in e for e in errors), out
+    for error in errors:
+        text = re.sub(r"\s+", " ", error).replace("AssertionError", " ")
+        assert not english_words(text), error
+    lines = [line for e in errors for line in e.splitlines() if line.strip("=")]
+    assert all(len(line) <= 87 for line in lines), "nbgrader cuts lines at 87 characters"

@@ -485,8 +485,8 @@ def messages_module(lang: str) -> str:
         if key in table and "title" in table[key] and ("hint" in table[key] or not EN[key].hint):
             lines.append(f"    {key!r}: ({table[key]['title']!r}, {table[key].get('hint', '')!r}),")
     lines.append("}")
-    lines += ["", "# The notebooks' section headings (from their catalogues): a hint names the section as the student's "
-              "notebook titles it.", "HEADINGS: dict[str, str] = {"]
+    lines += ["", "# The notebooks' section headings (from their catalogues): a hint names the section as the "
+              "student's notebook titles it.", "HEADINGS: dict[str, str] = {"]
     lines += [f"    {english!r}: {translated!r}," for english, translated in headings(lang).items()]
     lines.append("}")
     return "\n".join(lines) + "\n"

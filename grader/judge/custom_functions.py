@@ -79,6 +79,19 @@ class _Judge:
         self.fail(mistake, probe, code=str(error.get("code", "")), **fields)
 
 
+def _at(what: str, where: str) -> str:
+    """'gradient for `x` at [1, 2]' (a finding's where, in the notebook's language)."""
+    return say("where_at", what=what, where=where)
+
+
+def _gradient_of(name: str) -> str:
+    return say("where_gradient", name=name)
+
+
+def _second_of(name: str) -> str:
+    return say("where_second_derivative", name=name)
+
+
 def _complete(judge: _Judge, probe: Probe | None, received: Any, expected: int, what: str, per: str) -> list[Any]:
     """``received`` as a list of exactly ``expected`` items; anything else fails the check (never scored).
 
@@ -156,7 +169,7 @@ def _fail_if_float32_precision(judge: _Judge, probe: Probe, e: torch.Tensor, r: 
     """A float64 result right only to float32 precision: backward computes in float32 somewhere."""
     if probe.dtype == torch.float64 and dx.close(r, e, **dx.tolerances(torch.float32)):
         where, ev, rv = dx.worst_element(e, r, digits=12)
-        judge.fail("float32_precision", probe, name=name, where=say("where_at", what=what, where=where), expected=ev,
+        judge.fail("float32_precision", probe, name=name, where=_at(what, where), expected=ev,
                    received=rv)
 
 
@@ -170,7 +183,7 @@ def _fail_if_overflow(judge: _Judge, probe: Probe, e: torch.Tensor, r: torch.Ten
         x = next((t for t in probe.inputs if isinstance(t, torch.Tensor)), None)
         at = x.detach().reshape(-1)[0] if x is not None and x.dim() == 0 else (
             x.detach()[index] if x is not None and x.shape == e.shape else None)
-        judge.fail(mistake, probe, where=say("where_at", what=what, where=where), expected=dx.fmt_number(e[index].item()),
+        judge.fail(mistake, probe, where=_at(what, where), expected=dx.fmt_number(e[index].item()),
                    received=str(r[index].item()), value=str(r[index].item()),
                    x=dx.fmt_number(at.item()) if at is not None else say("a_large_value"), **fields)
 
@@ -225,7 +238,8 @@ def _judge_raw(judge: _Judge, probe: Probe, raw: Obs, values: bool = True) -> No
     for name, x, g in _pairs(probe.names, inputs, grads):
         if not isinstance(x, torch.Tensor):
             if g is not None:
-                judge.fail("gradient_for_non_tensor", probe, cls=cls, name=name, value=repr(x), where=say("where_gradient", name=name))
+                judge.fail("gradient_for_non_tensor", probe, cls=cls, name=name, value=repr(x),
+                           where=_gradient_of(name))
             continue
         if g is None:
             if x.requires_grad:
@@ -265,14 +279,14 @@ def _compare_gradients(judge: _Judge, probe: Probe, names: list[str], expected: 
                        received_shape=tuple(getattr(r, "shape", ())))
         if _close(probe, r, e):
             continue
-        _fail_if_overflow(judge, probe, e, r, say("where_gradient", name=name), "gradient_overflow", name=name)
-        _fail_if_float32_precision(judge, probe, e, r, name, say("where_gradient", name=name))
+        _fail_if_overflow(judge, probe, e, r, _gradient_of(name), "gradient_overflow", name=name)
+        _fail_if_float32_precision(judge, probe, e, r, name, _gradient_of(name))
         others = [names[k] for k, ek in enumerate(expected) if k != j and _close(probe, r, ek)]
         if others:
             judge.fail("gradients_in_wrong_order", probe, cls=cls, name=name, other=others[0], names=", ".join(probe.names))
         mistake, fields = dx.relate(e, r, without_grad_output=unit[j] if unit else None, **dx.tolerances(probe.dtype))
         where, ev, rv = dx.worst_element(e, r)
-        judge.fail(mistake or "wrong_gradient", probe, name=name, where=say("where_at", what=say("where_gradient", name=name), where=where),
+        judge.fail(mistake or "wrong_gradient", probe, name=name, where=_at(_gradient_of(name), where),
                    expected=ev, received=rv, **fields)
 
 
@@ -381,7 +395,8 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
                                    say("obs_inputs_requiring_grad"))
         if ex.backward_classes:
             for key in ("backward_node", "backward_node_sources", "backward_node_without_history"):
-                _complete(judge, probe, first[key], len(received_first), say("obs_entries_of", key=key), say("obs_gradients"))
+                _complete(judge, probe, first[key], len(received_first), say("obs_entries_of", key=key),
+                          say("obs_gradients"))
         if any(not isinstance(g, torch.Tensor) or not _close(probe, g, e) for g, e in _pairs(received_first, ref_grads)):
             judge.fail("first_order_wrong_before_second", probe)
         second = obs["second"]
@@ -409,23 +424,23 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
                                    else ("second_derivative_missing", {}))
                 if obs["once_differentiable"] is True:
                     mistake, fields = "once_differentiable", {}
-                judge.fail(mistake, probe, name=name, where=say("where_second_derivative", name=name), **fields)
+                judge.fail(mistake, probe, name=name, where=_second_of(name), **fields)
             if not isinstance(r, torch.Tensor) or r.shape != e.shape:
-                judge.fail("second_derivative_wrong", probe, name=name, where=say("where_second_derivative", name=name))
+                judge.fail("second_derivative_wrong", probe, name=name, where=_second_of(name))
             if _close(probe, r, e):
                 continue
             if obs.get("sinh_extra_outputs_ignored"):
                 judge.fail("extra_output_gradients_ignored", probe, name=name)
-            _fail_if_overflow(judge, probe, e, r, say("where_second_derivative", name=name), "second_derivative_overflow",
+            _fail_if_overflow(judge, probe, e, r, _second_of(name), "second_derivative_overflow",
                               name=name)
-            _fail_if_float32_precision(judge, probe, e, r, name, say("where_second_derivative", name=name))
+            _fail_if_float32_precision(judge, probe, e, r, name, _second_of(name))
             where, ev, rv = dx.worst_element(e, r)
             others = [names[k] for k, ek in enumerate(expected) if k != j and _close(probe, r, ek)]
             backward_cls = ex.backward_classes[0] if ex.backward_classes else cls
             if others:
                 judge.fail("double_backward_wrong_order", probe, name=name, other=others[0], cls=backward_cls,
-                           where=say("where_at", what=say("where_second_derivative", name=name), where=where), expected=ev, received=rv)
-            judge.fail("second_derivative_wrong", probe, name=name, where=say("where_at", what=say("where_second_derivative", name=name), where=where),
+                           where=_at(_second_of(name), where), expected=ev, received=rv)
+            judge.fail("second_derivative_wrong", probe, name=name, where=_at(_second_of(name), where),
                        expected=ev, received=rv)
         # Right second derivatives without CubeBackward: the structure check alone costs the point.
         if registry.gradchecked(judge.name, position) and bool(torch.isfinite(out).all()):
@@ -441,7 +456,7 @@ def _fail_if_sort_gathers(judge: _Judge, probe: Probe, v: torch.Tensor, expected
     indices = torch.sort(probe.inputs[0].detach(), dim=-1).indices
     if _close(probe, received, v.gather(-1, indices)):
         where, ev, rv = dx.worst_element(expected, received)
-        judge.fail("sort_gather_not_scatter", probe, where=say("where_at", what=say("where_gradient", name="x"), where=where), expected=ev, received=rv)
+        judge.fail("sort_gather_not_scatter", probe, where=_at(_gradient_of("x"), where), expected=ev, received=rv)
 
 
 def _raw_gradients_right(ex: Exercise, probe: Probe, obs: Obs) -> bool:
@@ -467,7 +482,8 @@ def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs])
             judge.fail("tensor_on_ctx", probe, cls=obs["forward"].get("node"), attrs=dx.name_list(attrs),
                        saved=int(obs["forward"].get("saved", 0)))
         if len(ex.outputs) > 1:
-            marks = _complete(judge, probe, obs["forward"]["requires_grad"], len(ex.outputs), say("obs_requires_grad_flags"),
+            marks = _complete(judge, probe, obs["forward"]["requires_grad"], len(ex.outputs),
+                              say("obs_requires_grad_flags"),
                               "output")
             for name, requires_grad in list(_pairs(ex.outputs, marks))[1:]:
                 if requires_grad is not False:
@@ -562,7 +578,7 @@ def judge_forward_mode(judge: _Judge, probes: list[Probe], observations: list[Ob
             _fail_if_overflow(judge, probe, expected, received, say("where_jvp", how=how), "jvp_overflow")
             where, ev, rv = dx.worst_element(expected, received)
             mistake = "jvp_ignores_tangent" if _close(probe, received, unit) else "jvp_wrong"
-            judge.fail(mistake, probe, how=how, where=say("where_at", what=say("where_jvp", how=how), where=where), expected=ev, received=rv)
+            judge.fail(mistake, probe, how=how, where=_at(say("where_jvp", how=how), where), expected=ev, received=rv)
     return say("summary_forward_mode")
 
 
@@ -585,7 +601,7 @@ def judge_vmap(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> s
                        received_shape=tuple(getattr(received, "shape", ())))
         if not _close(probe, received, loop):
             where, ev, rv = dx.worst_element(loop, received)
-            judge.fail("vmap_wrong", probe, where=say("where_at", what=say("where_vmap_result"), where=where), expected=ev, received=rv)
+            judge.fail("vmap_wrong", probe, where=_at(say("where_vmap_result"), where), expected=ev, received=rv)
         if "error" in obs["vmap_grad"]:
             judge.fail_error(obs["vmap_grad"]["error"], probe)
         grads = reference_per_sample_grad(ex.reference_output, stacked)
@@ -593,7 +609,7 @@ def judge_vmap(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> s
         if not isinstance(received, torch.Tensor) or received.shape != grads.shape or not _close(probe, received, grads):
             where, ev, rv = dx.worst_element(grads, received) if isinstance(received, torch.Tensor) and \
                 received.shape == grads.shape else ("", None, None)
-            judge.fail("vmap_grad_wrong", probe, where=say("where_at", what=say("where_per_sample_gradient"), where=where) if where else "",
+            judge.fail("vmap_grad_wrong", probe, where=_at(say("where_per_sample_gradient"), where) if where else "",
                        expected=ev, received=rv)
     return say("summary_vmap", batch=vectors.BATCH)
 

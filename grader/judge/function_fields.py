@@ -175,7 +175,8 @@ def _as_result(result: Any, shape: torch.Size, wrong_shape: str, **shape_fields:
                     received=say("a_kind_of", kind=kind_name, items=inner))
     if kind == "other":
         kind_name = _first_line(_str_field(result, "type") or "", 100)
-        raise _Fail("returned_not_a_tensor", type=kind_name, expected=say("a_torch_tensor_of_shape", shape=_fmt_shape(shape)),
+        raise _Fail("returned_not_a_tensor", type=kind_name,
+                    expected=say("a_torch_tensor_of_shape", shape=_fmt_shape(shape)),
                     received=say("a_kind", kind=kind_name))
     if kind == "unreadable":
         kind_name = _first_line(_str_field(result, "type") or "", 100)

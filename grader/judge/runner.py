@@ -33,7 +33,7 @@ from grader.judge import outputs, testcells
 from grader.isolation import sandbox
 from grader.boundary import wire
 from grader.judge.testcells import exercise_of  # noqa: F401 (part of this module's interface)
-from grader.judge.diagnosis import CheckFailed, check_label, passed_line  # noqa: F401 (check_label: part of the interface)
+from grader.judge.diagnosis import CheckFailed, check_label, passed_line  # noqa: F401 (check_label: interface)
 from grader.spec import messages, registry
 from grader.spec.messages import say
 
@@ -332,7 +332,7 @@ def _judge_cell(cell: Cell, entry: dict[str, Any], failed: list[tuple[Cell, dict
         if finding is not None:
             findings.append({**finding, "hidden": call.hidden})
         headline = text.split("\n", 1)[0]
-        lines.append(label + (headline + " " + say("same_as_above") if not ok and headline in seen else text))
+        lines.append(label + (say("same_as_above", headline=headline) if not ok and headline in seen else text))
         seen.add(headline)
     return passed, "\n".join(lines), findings
 

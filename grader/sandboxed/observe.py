@@ -199,7 +199,8 @@ def run_gradcheck(fn: Callable[..., Any], inputs: tuple[Any, ...], second: bool)
     except GradcheckError as err:
         return {"ok": False, "detail": dx._short(str(err), 200).rstrip(",") + "."}
     except Exception as exc:
-        return {"ok": False, "error": error_info(exc, say("stage_running_gradgradcheck" if second else "stage_running_gradcheck"))}
+        stage = say("stage_running_gradgradcheck" if second else "stage_running_gradcheck")
+        return {"ok": False, "error": error_info(exc, stage)}
     return {"ok": True}
 
 

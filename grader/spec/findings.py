@@ -141,7 +141,8 @@ def check_label(exercise: str, check: str) -> str:
 # nbgrader validate prints each line of an error's traceback indented by 4 spaces and cuts it at 87
 # characters (Validator.width = 90): the lines shown to a student are wrapped to fit whole.
 RENDER_WIDTH = 83
-_LABEL = re.compile(r" {2}(?:[a-z][a-z ]*?:\s+|[^\W\d_a-zA-Z]{1,8}：\s*)")  # "  hint:     ", "  in your code: ", "  提示：    "
+# "  hint:     ", "  in your code: ", "  提示：    "
+_LABEL = re.compile(r" {2}(?:[a-z][a-z ]*?:\s+|[^\W\d_a-zA-Z]{1,8}：\s*)")
 _HEADLINE = "AssertionError: ✗ "  # a headline's continuation lines start under its text
 
 
@@ -170,6 +171,9 @@ def student_traceback(text: str, width: int = RENDER_WIDTH) -> list[str]:
     return rendered
 
 
+_OPENING = "（“‘《「【"
+
+
 def _wrap_columns(line: str, width: int, indent: str) -> list[str]:
     """``line`` cut into lines of at most ``width`` display columns, continuations starting with ``indent``: between
     words where there are spaces, anywhere between two wide characters (Chinese has no spaces between words)."""
@@ -179,8 +183,9 @@ def _wrap_columns(line: str, width: int, indent: str) -> list[str]:
     for token in tokens:
         size = display_width(token)
         if current and used + size > width and not token.isspace():
-            lines.append(current.rstrip())
-            current, used = indent, len(indent)
+            carried = current[-1] if current[-1] in _OPENING and current.strip() != current[-1] else ""
+            lines.append(current[:len(current) - len(carried)].rstrip())  # (no line ends with an opening bracket)
+            current, used = indent + carried, len(indent) + display_width(carried)
         if token.isspace() and current == indent:
             continue
         while used + size > width and len(token) > 1:  # a word longer than a whole line: cut it

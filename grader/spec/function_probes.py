@@ -57,7 +57,8 @@ def _vjp_probes(sizes: Sequence[int], seed: int) -> list[_VjpProbe]:
     probes: list[_VjpProbe] = []
     for n in sizes:
         x = _rand(gen, n)
-        probes.append(_VjpProbe(say("probe_formula", formula="f(x) = sin(x) * x", x=_of_shape("x", n)), lambda t: torch.sin(t) * t, x, _rand(gen, n)))
+        probes.append(_VjpProbe(say("probe_formula", formula="f(x) = sin(x) * x", x=_of_shape("x", n)),
+                                lambda t: torch.sin(t) * t, x, _rand(gen, n)))
         a = _rand(gen, n + 2, n)
         probes.append(
             _VjpProbe(
@@ -310,7 +311,8 @@ def _penalty_probes(sizes: Sequence[int], seed: int) -> list[_PenaltyProbe]:
                           x=_of_shape("x", batch, features)),
                       lambda ops: lambda w, x: ((w * x) ** 2).sum(1) + torch.sin(x @ w),
                       _rand(gen, features, low=-0.8, high=0.8), _rand(gen, batch, features)),
-        _PenaltyProbe(say("probe_penalty_softplus", w1=(hidden, features), w2=(hidden,), x=_of_shape("x", batch, features)),
+        _PenaltyProbe(say("probe_penalty_softplus", w1=(hidden, features), w2=(hidden,),
+                          x=_of_shape("x", batch, features)),
                       lambda ops: lambda w, x: ops["Softplus"](x @ w[:hidden * features].reshape(hidden, features).T)
                       @ w[hidden * features:],
                       _rand(gen, hidden * features + hidden), _rand(gen, batch, features), uses=("Softplus",)),

@@ -862,7 +862,8 @@ PIECES: dict[str, Message] = {
     "section_in_notebook": Message('"{heading}" in {notebook}', ""),
     # grading a test cell (grader.judge.runner)
     "hidden_check_label": Message("[hidden check, other inputs]", ""),
-    "same_as_above": Message("(same as above)", ""),
+    "same_as_above": Message("{headline} (same as above)", ""),
+    "two_sentences": Message("{first} {second}", ""),
     "at_line": Message("at line {line}", ""),
     # the student's line that raised (a finding's "in your code:" line), as the sandbox found it
     "code_in_function": Message("{name}, line {line}: {code}", ""),
