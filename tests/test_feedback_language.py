@@ -103,8 +103,9 @@ _NAMES = {
 
 
 def english_words(text: str, finding: Finding | None = None) -> list[str]:
-    """The English words of ``text`` outside code: not in `code spans`, not code-like tokens (with . _ ( [ = or digits),
-    not names (``_NAMES``, *Error), and not what the student's code or PyTorch said (a finding's error, code, detail)."""
+    """The English words of ``text`` outside code: not in `code spans` or the line of the student's code, not code-like
+    tokens (with . _ ( [ = or digits), not names (``_NAMES``, *Error), and not what the student's code or PyTorch
+    said (a finding's error, code, detail)."""
     if finding is not None:
         from grader.spec.findings import check_label
 
@@ -114,6 +115,8 @@ def english_words(text: str, finding: Finding | None = None) -> list[str]:
             text = text.replace(raw, " ")
     text = re.sub(r"`[^`\n]*`", " ", text)
     text = re.sub(r"[\w-]+ · [\w ]+?(?=[:：])", " ", text)  # "square · first derivatives": a check's name
+    code_label = messages.TABLES["zh"]["label_code"].title
+    text = re.sub(rf"^\s*{code_label}.*$", " ", text, flags=re.M)  # the line of the student's code that raised
     words = []
     for token in re.split(r"[\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef“”‘’—…·]+", text):
         token = token.strip(",;:!?\"'")
@@ -452,3 +455,60 @@ def test_nbgrader_validate_of_a_chinese_notebook_shows_the_diagnosis_in_chinese(
         assert not english_words(text), error
     lines = [line for e in errors for line in e.splitlines() if line.strip("=")]
     assert all(len(line) <= 87 for line in lines), "nbgrader cuts lines at 87 characters"
+
+
+@pytest.mark.slow
+def test_nbgrader_autograde_scores_a_chinese_notebook_as_the_english_one_with_chinese_verdicts(tmp_path):
+    """`nbgrader autograde` with the course's configuration (TrustedExecute, the class graded ahead in threads): two
+    students hand in the same answers, one notebook marked Chinese; same points per cell, the Chinese one's verdicts
+    (what nbgrader scores and the feedback page shows) in Chinese, the English one's as before."""
+    from grader.classroom import course
+    from grader.classroom.demo_class import build_submission
+    from grader.judge.runner import exercise_of
+
+    root = tmp_path / "course"
+    root.mkdir()
+    os.symlink(SOLUTIONS.parent, root / "solutions")
+    generated = subprocess.run(course.nbgrader_command("generate_assignment", course.ASSIGNMENT, "--force",
+                                                       "--CourseDirectory.release_directory=release",
+                                                       f"--CourseDirectory.root={root}"),
+                               cwd=REPO, env=course.nbgrader_env(), capture_output=True, text=True, timeout=600)
+    assert generated.returncode == 0, generated.stdout + generated.stderr
+    answers = {"square": (EXAMPLES / "mistakes" / "square-wrong-sign.py").read_text(encoding="utf-8")}
+    for student, language in (("ann", "en"), ("bo", "zh")):
+        folder = root / "submitted" / student / course.ASSIGNMENT
+        build_submission(root / "release" / course.ASSIGNMENT, answers, folder)
+        for path in folder.glob("*.ipynb"):
+            if path.name != "03_double_backward.ipynb":
+                path.unlink()
+            elif language != "en":
+                nb = nbformat.read(str(path), as_version=4)
+                nb.metadata["autograd_course"] = {"language": language}
+                nbformat.write(nb, str(path))
+    env = {k: v for k, v in course.nbgrader_env().items() if k not in ("GRADER_LANGUAGE", "JPY_SESSION_NAME")}
+    done = subprocess.run(course.nbgrader_command("autograde", course.ASSIGNMENT, "--force",
+                                                  f"--CourseDirectory.root={root}",
+                                                  "--CourseDirectory.release_directory=release"),
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    def verdicts(student: str) -> dict[str, tuple[str, str]]:
+        path = root / "autograded" / student / course.ASSIGNMENT / "03_double_backward.ipynb"
+        found = {}
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if meta.get("grade") and not meta.get("solution"):
+                kind = "error" if any(o.get("output_type") == "error" for o in cell.outputs) else "ok"
+                found[meta["grade_id"]] = (kind, " ".join(o.get("evalue", "") or o.get("text", "")
+                                                          for o in cell.outputs))
+        return found
+
+    english, chinese = verdicts("ann"), verdicts("bo")
+    assert {k: v[0] for k, v in chinese.items()} == {k: v[0] for k, v in english.items()}
+    assert english["square-first-order"][0] == "error" and "hint:" in english["square-first-order"][1]
+    for grade_id, (kind, text) in chinese.items():
+        assert re.search(r"[\u4e00-\u9fff]", text), (grade_id, text)
+        assert not english_words(text), (grade_id, text)
+    scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
+    assert scores["bo"] == scores["ann"]
+    assert scores["ann"]["square"][0] < scores["ann"]["square"][1] and exercise_of("square-forward") == "square"
