@@ -146,13 +146,16 @@ def use_cjk_font_in_matplotlib() -> str | None:
 
 
 class _AfterMatplotlib:
-    """Runs ``use_cjk_font_in_matplotlib`` as soon as matplotlib is imported, when this module was imported first
-    (the notebooks import it in their setup cell; a student may plot later). A finder on ``sys.meta_path`` that
-    finds nothing itself: it adds one step to the end of the loader the other finders give matplotlib, and takes
-    itself off once matplotlib has been imported (a mere look-up, ``importlib.util.find_spec``, leaves it on)."""
+    """Runs ``use_cjk_font_in_matplotlib`` as soon as matplotlib's font manager is imported (pyplot imports it),
+    when this module was imported first (the notebooks import it in their setup cell; a student may plot later).
+    Not at ``import matplotlib``: the grading sandbox's worker puts the host's font list in place between the two.
+    A finder on ``sys.meta_path`` that finds nothing itself: it adds one step to the end of the loader the other
+    finders give the module, and takes itself off once the module is imported (a mere look-up leaves it on)."""
+
+    module = "matplotlib.font_manager"
 
     def find_spec(self, name, path=None, target=None):
-        if name != "matplotlib":
+        if name != self.module:
             return None
         spec = None
         for finder in [f for f in sys.meta_path if f is not self and hasattr(f, "find_spec")]:
@@ -183,7 +186,7 @@ def _quietly(function) -> None:
         pass
 
 
-if "matplotlib" in sys.modules:
+if _AfterMatplotlib.module in sys.modules:
     _quietly(use_cjk_font_in_matplotlib)
 elif not any(isinstance(finder, _AfterMatplotlib) for finder in sys.meta_path):
     sys.meta_path.insert(0, _AfterMatplotlib())

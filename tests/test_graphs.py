@@ -87,11 +87,12 @@ print(matplotlib.rcParams["font.family"])
 """
 
 
-@pytest.mark.parametrize("imports", ["import grader.graphs", "import matplotlib\nimport grader.graphs", ""],
-                         ids=["graphs-first", "matplotlib-first", "without-grader"])
+@pytest.mark.parametrize("imports", ["import grader.graphs", "import matplotlib\nimport grader.graphs",
+                                     "import matplotlib.pyplot\nimport grader.graphs", ""],
+                         ids=["graphs-first", "matplotlib-first", "pyplot-first", "without-grader"])
 def test_matplotlib_draws_chinese_with_no_missing_glyph_once_the_graphs_module_is_imported(imports, tmp_path):
-    """In either order of imports (notebook 4 imports matplotlib first; a student plotting in notebooks 1-3 imports
-    it after the setup cell). Without grader.graphs, matplotlib's own font has no Chinese glyph: the control."""
+    """In any order of imports (notebook 4 imports pyplot first; a student plotting in notebooks 1-3 imports it after
+    the setup cell). Without grader.graphs, matplotlib's own font has no Chinese glyph: the control."""
     png = tmp_path / "figure.png"
     run = subprocess.run([sys.executable, "-c", PLOT.format(imports=imports, text=CHINESE, png=str(png))],
                          capture_output=True, text=True, timeout=120)
