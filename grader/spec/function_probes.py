@@ -14,8 +14,8 @@ import torch
 from torch.autograd.functional import hessian, jacobian
 
 from grader.spec.exercises import _softplus
-from grader.spec.tolerances import FUNCTION_ATOL as ATOL, FUNCTION_RTOL as RTOL  # noqa: F401 (function_fields._close)
 from grader.spec.messages import say
+from grader.spec.tolerances import FUNCTION_ATOL as ATOL, FUNCTION_RTOL as RTOL  # noqa: F401 (function_fields._close)
 
 # A probe's description is a sentence the student reads (the "probe:" line): written in the notebook's language.
 
@@ -23,6 +23,7 @@ from grader.spec.messages import say
 def _of_shape(name: str, *shape: int) -> str:
     """'x of shape (3,)'."""
     return say("of_shape", name=name, shape=tuple(shape))
+
 
 DTYPE = torch.float64
 
