@@ -46,11 +46,12 @@ $(STAMP): requirements.lock pyproject.toml
 
 install: $(STAMP) system-packages sandbox-user ## create .venv with pinned dependencies, plus Debian's graphviz, bubblewrap, libseccomp, chromium, postgresql and the sandbox user
 
-system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and libseccomp2 (the grading sandbox), acl, gettext (translation catalogues), chromium + chromium-driver (browser tests) and postgresql (gradebook for JOBS>1), when possible
+system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and libseccomp2 (the grading sandbox), acl, gettext (translation catalogues), fonts-noto-cjk (Chinese in graphs and plots), chromium + chromium-driver (browser tests) and postgresql (gradebook for JOBS>1), when possible
 	@missing=""; command -v dot >/dev/null || missing="$$missing graphviz"; command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	command -v setfacl >/dev/null || missing="$$missing acl"; ldconfig -p 2>/dev/null | grep -q libseccomp.so.2 || missing="$$missing libseccomp2"; \
 	command -v msgmerge >/dev/null || missing="$$missing gettext"; \
 	browser=""; command -v chromium >/dev/null || browser="$$browser chromium"; command -v chromedriver >/dev/null || browser="$$browser chromium-driver"; \
+	font=""; fc-list 2>/dev/null | grep -q 'Noto Sans CJK' || font=" fonts-noto-cjk"; \
 	pg=""; ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || pg="postgresql"; \
 	if [ -n "$$pg" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -63,7 +64,7 @@ system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and l
 	    echo "      make autograde JOBS>1 needs a PostgreSQL server (GRADER_DB_URL). To install: sudo apt-get install postgresql"; \
 	  fi; \
 	fi; \
-	if [ -z "$$missing$$browser" ]; then exit 0; fi; \
+	if [ -z "$$missing$$browser$$font" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  apt-get update -qq || true; \
 	  if [ -n "$$missing" ]; then \
@@ -71,16 +72,22 @@ system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and l
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
 	      || echo "warning: apt-get could not install$$missing (graphs will be described, not drawn; no grading sandbox)"; \
 	  fi; \
+	  if [ -n "$$font" ]; then \
+	    echo "==> installing Debian's fonts-noto-cjk (Chinese labels in graphs and plots, Chinese notebooks in the browser tests)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-noto-cjk >/dev/null \
+	      || echo "warning: apt-get could not install fonts-noto-cjk: Chinese text in graphs and plots will show as empty boxes, and tests/test_graphs.py and tests/test_browser.py fail"; \
+	  fi; \
 	  if [ -n "$$browser" ]; then \
 	    echo "==> installing Debian packages for the browser tests:$$browser"; \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$browser >/dev/null \
 	      || echo "warning: apt-get could not install$$browser: the browser tests (tests/test_browser.py) will be skipped"; \
 	  fi; \
 	else \
-	  echo "note: missing Debian packages:$$missing$$browser (needs root and apt-get to install here)."; \
+	  echo "note: missing Debian packages:$$missing$$font$$browser (needs root and apt-get to install here)."; \
 	  [ -z "$$missing" ] || echo "      Notebooks still run and say where a graph would be; grading needs bubblewrap."; \
+	  [ -z "$$font" ] || echo "      Without fonts-noto-cjk, Chinese text in graphs and plots shows as empty boxes (tests/test_graphs.py fails)."; \
 	  [ -z "$$browser" ] || echo "      Without chromium and chromium-driver the browser tests (tests/test_browser.py) are skipped."; \
-	  echo "      To install: sudo apt-get install$$missing$$browser"; \
+	  echo "      To install: sudo apt-get install$$missing$$font$$browser"; \
 	fi
 
 sandbox-user: $(STAMP) system-packages ## as root: the unprivileged user student code runs as, allowed to reach the Python install

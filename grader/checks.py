@@ -48,8 +48,7 @@ def run_check(check: str, exercise: str, fn: Callable[..., Any], shapes: Sequenc
             raise
         print(dx.unfinished_notice(failure.finding, target))
         return
-    count = len(probes)
-    print(f"✓ {dx.check_label(ex.id, check)}: {summary} on {count} probe{'s' if count != 1 else ''}")
+    print(dx.passed_line(ex.id, check, summary, len(probes)))
 
 
 @contextlib.contextmanager
@@ -69,7 +68,8 @@ def skip_if_unfinished(exercise: str) -> Iterator[None]:
         if not target:
             raise
         note = messages.message("unfinished_skipped")
-        print(f"○ {note.title.format(exercise=exercise, target=target)} {note.hint}")
+        print("○ " + messages.say("two_sentences", first=note.title.format(exercise=exercise, target=target),
+                                  second=note.hint))
 
 
 def forward(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None = None, seed: int = 0) -> None:

@@ -10,6 +10,9 @@ loopback with a token, in a temporary copy of the student notebooks, and is stop
 3. The feedback page nbgrader writes for an autograded submission, opened from disk: verdicts and scores.
 4. formgrader (nbgrader's instructor pages in a second JupyterLab, on that course): the same submission with
    the student's answer, the checks' outputs and the autograded score of each cell.
+5. JupyterLab on the Chinese notebooks (notebooks/autograd-zh): the same wrong Square; the page shows the Chinese
+   text with real glyphs (no empty boxes: each character is drawn unlike a character no font has) and the
+   self-check's diagnosis in Chinese.
 
 Every step leaves a screenshot (NN-step.png) in the test's temporary folder; the path is in failure messages.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -33,6 +37,7 @@ import nbformat
 import pytest
 
 from conftest import EXAMPLES, RELEASE, REPO, nbgrader_meta
+from grader.graphs import has_cjk
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -535,3 +540,92 @@ def _formgrader_page(driver, server: Lab, submission: str, steps: Steps) -> tupl
     driver.execute_script("window.scrollBy(0, -80)")  # formgrader's fixed navigation bar covers the top
     steps.shot("formgrader-square-first-order")
     return driver.find_element(By.TAG_NAME, "body").text, autograded
+
+
+# --- 5. a Chinese notebook: Chinese text with real glyphs, the self-check's diagnosis in Chinese ----------------------
+
+RELEASE_ZH = REPO / "notebooks" / "autograd-zh"
+
+# The characters of ``text`` that ``element``'s font draws exactly as it draws U+0378 (a code point no font has a
+# glyph for: the missing-glyph box, or nothing): empty boxes ("tofu") on screen. A canvas, in the element's font.
+TOFU = """
+const [element, text] = arguments;
+const style = getComputedStyle(element);
+const canvas = document.createElement('canvas');
+canvas.width = canvas.height = 64;
+const context = canvas.getContext('2d');
+const draw = character => {
+    context.clearRect(0, 0, 64, 64);
+    context.font = `40px ${style.fontFamily}`;
+    context.textBaseline = 'top';
+    context.fillText(character, 8, 8);
+    return Array.from(context.getImageData(0, 0, 64, 64).data).join(',');
+};
+const missing = draw('\u0378');
+return {font: style.fontFamily, tells_apart: draw('A') !== missing,
+        tofu: [...new Set([...text])].filter(c => c.trim() && draw(c) === missing)};
+"""
+
+
+def tofu(driver, element, text: str) -> list[str]:
+    found = driver.execute_script(TOFU, element, "".join(c for c in text if has_cjk(c)))
+    assert found["tells_apart"], f"the canvas check cannot tell a glyph from a missing one in {found['font']}"
+    return found["tofu"]
+
+
+@pytest.fixture(scope="module")
+def lab_zh(tmp_path_factory):
+    """JupyterLab in a copy of the Chinese student notebooks."""
+    base = tmp_path_factory.mktemp("jupyterlab-zh")
+    shutil.copytree(RELEASE_ZH, base / "notebooks")
+    with jupyterlab(base / "notebooks", base) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def chinese_self_check(lab_zh, browser, tmp_path_factory) -> dict:
+    """The Chinese notebook 3 after a wrong Square and its `square-first-order` self-check: the page's text, the
+    rendered error, and the characters drawn as empty boxes, in the heading and in the error."""
+    steps = Steps(browser, tmp_path_factory.mktemp("self-check-zh-screenshots"))
+    name = "03_double_backward.ipynb"
+    panel, cells = open_notebook(browser, lab_zh, name, steps)
+    setup, answer, check = (cell_index(lab_zh.root / name, g) for g in ("setup", "square", "square-first-order"))
+    heading = cells[0].find_element(By.CSS_SELECTOR, ".jp-RenderedMarkdown h1")
+    heading_tofu = tofu(browser, heading, heading.text)
+    replace_source(browser, cells[answer], WRONG_SQUARE)
+    assert "return -grad_out * 2 * x" in editor_text(cells[answer]), f"{editor_text(cells[answer])!r}; {steps}"
+    for index in (setup, answer, check):
+        run_cell(browser, cells[index])
+    wait_for(browser, lambda d: outputs(cells[check]), 120, "the self-check's output", steps)
+    errors = outputs(cells[check], STDERR)
+    assert errors, f"the self-check shows no error output: {cells[check].text!r}; {steps}"
+    browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", cells[check])
+    steps.shot("self-check-zh-error")
+    text = "\n".join(e.text for e in errors)
+    (steps.folder / "rendered-error.txt").write_text(text, encoding="utf-8")
+    return {"page": panel.text, "heading": heading.text, "heading_tofu": heading_tofu, "error": text,
+            "error_tofu": tofu(browser, errors[-1], text), "steps": steps}
+
+
+def test_a_chinese_notebook_shows_its_chinese_text_with_real_glyphs(chinese_self_check):
+    """The Chinese notebook's own text (its title, from i18n/zh/03_double_backward.po) is on the page, drawn with
+    CJK glyphs: the browser's fonts (fontconfig's) include one with them (fonts-noto-cjk, `make install`)."""
+    seen = chinese_self_check
+    assert seen["heading"].startswith("笔记本 3") and "双重反向传播" in seen["page"], f"{seen['heading']!r}; {seen['steps']}"
+    covering = subprocess.run(["fc-list", ":lang=zh-cn", "family"], capture_output=True, text=True).stdout
+    assert covering.strip(), "no font for Chinese is installed (fontconfig): `make install` installs fonts-noto-cjk"
+    assert not seen["heading_tofu"], f"drawn as empty boxes: {seen['heading_tofu']}; {seen['steps']}"
+
+
+def test_a_failing_self_check_in_a_chinese_notebook_gives_its_diagnosis_in_chinese(chinese_self_check):
+    """The diagnosis a Chinese student reads is the Chinese one (i18n/zh/messages.po), drawn with real glyphs."""
+    from grader.spec import messages
+
+    seen = chinese_self_check
+    expected = messages.message("wrong_sign", "zh").title.format(name="x")
+    squeezed = lambda text: re.sub(r"\s+", "", text)  # the diagnosis is wrapped to the output's width
+    assert has_cjk(seen["error"]) and squeezed(expected) in squeezed(seen["error"]), (
+        f"the self-check of a Chinese notebook should say {expected!r}; it shows:\n{seen['error'][:2000]}\n"
+        f"{seen['steps']}")
+    assert "has the wrong sign" not in seen["error"], f"{seen['error'][:2000]}\n{seen['steps']}"
+    assert not seen["error_tofu"], f"drawn as empty boxes: {seen['error_tofu']}; {seen['steps']}"

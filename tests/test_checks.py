@@ -152,8 +152,10 @@ def test_a_check_failure_is_an_assertion_error_so_nbgrader_scores_it_zero():
 def test_every_message_template_formats(capsys):
     for mistake, message in messages.EN.items():
         fragment = mistake.startswith("reason_")  # reasons are clauses of the "stopped" notices
-        assert message.title.strip() and (fragment or message.hint.strip()), mistake
-        assert message.title[0].isalpha() or message.title[0] in "{`✗", mistake
+        piece = mistake in messages.PIECES  # labels, phrases filled into other messages: no hint of their own
+        assert message.title.strip() and (fragment or piece or message.hint.strip()), mistake
+        assert piece or message.title[0].isalpha() or message.title[0] in "{`✗", mistake
+        assert not (piece and message.hint), mistake
 
 
 def test_unknown_exercise_is_a_clear_error():

@@ -490,7 +490,32 @@ def messages_module(lang: str) -> str:
         if key in table and "title" in table[key] and ("hint" in table[key] or not EN[key].hint):
             lines.append(f"    {key!r}: ({table[key]['title']!r}, {table[key].get('hint', '')!r}),")
     lines.append("}")
+    lines += ["", "# The notebooks' section headings (from their catalogues): a hint names the section as the "
+              "student's notebook titles it.", "HEADINGS: dict[str, str] = {"]
+    lines += [f"    {english!r}: {translated!r}," for english, translated in headings(lang).items()]
+    lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def headings(lang: str) -> dict[str, str]:
+    """English section heading -> its translation, from the usable markdown entries of the notebooks' catalogues
+    (a heading line of a markdown cell is paired with the translation's heading line at the same place)."""
+    found: dict[str, str] = {}
+    for nb_path in notebooks():
+        path = catalogue_path(lang, nb_path)
+        if not path.exists():
+            continue
+        for entry in polib.pofile(str(path), wrapwidth=0):
+            if (entry.obsolete or not entry.msgstr or "fuzzy" in entry.flags or not entry.msgctxt.endswith(":md")
+                    or problems(entry)):
+                continue
+            english = [line for line in entry.msgid.splitlines() if line.startswith("#")]
+            translated = [line for line in entry.msgstr.splitlines() if line.startswith("#")]
+            if len(english) != len(translated):
+                continue
+            for e, t in zip(english, translated):
+                found.setdefault(e.lstrip("#").strip(), t.lstrip("#").strip())
+    return found
 
 
 def compile_messages(lang: str) -> Path:

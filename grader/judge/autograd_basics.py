@@ -16,6 +16,7 @@ from grader.judge.function_fields import (_Fail, _Malformed, _as_result, _bool_f
 from grader.spec.function_probes import (DTYPE, _BatchProbe, _ElementwiseProbe, _VjpProbe, _batch_grads,
                                          _elementwise_derivatives, _vjp_reference)
 from grader.spec.functions import Obs, _type_name
+from grader.spec.messages import say
 
 
 # ---------------------------------------------------------------------------------------------
@@ -27,12 +28,13 @@ def _judge_vjp(p: _VjpProbe, result: Any) -> None:
     value = _result_value(result)
     if value is not None and value.shape == jac.shape and value.shape != p.x.shape:
         raise _Fail("vjp_returned_jacobian", received_shape=tuple(value.shape), expected_shape=tuple(p.x.shape),
-                    expected=f"shape {_fmt_shape(p.x.shape)}", received=f"shape {_fmt_shape(value.shape)}")
+                    expected=say("shape_value", shape=_fmt_shape(p.x.shape)),
+                    received=say("shape_value", shape=_fmt_shape(value.shape)))
     if (value is not None and value.dim() == 2 and value.t().shape == p.x.shape and value.is_floating_point()
             and _close(value.t().to(DTYPE), expected) and not _close(value.to(DTYPE), expected)):
         raise _Fail("vjp_transposed", received_shape=tuple(value.shape), expected_shape=tuple(p.x.shape),
-                    expected=f"shape {_fmt_shape(p.x.shape)}", received=f"shape {_fmt_shape(value.shape)}, its "
-                    "transpose is right")
+                    expected=say("shape_value", shape=_fmt_shape(p.x.shape)),
+                    received=say("shape_transpose_right", shape=_fmt_shape(value.shape)))
     got = _as_result(result, p.x.shape, "vjp_wrong_shape", output_shape=tuple(p.v.shape))
     if _close(got, expected):
         return
@@ -123,7 +125,7 @@ def _judge_returns_own_copy(p: _BatchProbe, result: Any, aliases: bool, after_ze
     if aliases or not _same(after_zeroing, value):
         changed = _difference("result", value, after_zeroing, exact=True) if not _same(after_zeroing, value) else {}
         if changed:
-            changed["where"] += " after w.grad.zero_()"
+            changed["where"] = say("after_zeroing_w_grad", where=changed["where"])
         raise _Fail("accumulate_returns_alias", **changed)
 
 

@@ -26,6 +26,7 @@ import torch
 from grader.judge import diagnosis as dx
 from grader.judge.diagnosis import CheckFailed, Finding
 from grader.spec import registry, vectors
+from grader.spec.messages import say
 from grader.spec.exercises import Exercise, Probe, get, reference_jvp, reference_per_sample_grad, reference_vmap
 
 Obs = dict[str, Any]
@@ -58,7 +59,7 @@ class _Judge:
         mistake, fields = str(error.get("mistake", "raised_error")), dict(error.get("fields", {}))
         fields.setdefault("error_type", error.get("type", "Exception"))
         fields.setdefault("error", error.get("message", ""))
-        fields.setdefault("stage", "running your code")
+        fields.setdefault("stage", say("stage_running_code"))
         if mistake == "not_implemented":
             fields["function"] = error.get("function") or self.ex.title
         if mistake == "wrong_gradient_shape" and probe is not None:
@@ -76,6 +77,19 @@ class _Judge:
         if mistake not in _KNOWN:
             mistake = "raised_error"
         self.fail(mistake, probe, code=str(error.get("code", "")), **fields)
+
+
+def _at(what: str, where: str) -> str:
+    """'gradient for `x` at [1, 2]' (a finding's where, in the notebook's language)."""
+    return say("where_at", what=what, where=where)
+
+
+def _gradient_of(name: str) -> str:
+    return say("where_gradient", name=name)
+
+
+def _second_of(name: str) -> str:
+    return say("where_second_derivative", name=name)
 
 
 def _complete(judge: _Judge, probe: Probe | None, received: Any, expected: int, what: str, per: str) -> list[Any]:
@@ -108,7 +122,7 @@ def _explain_shape_error(found: dict[str, Any], probe: Probe) -> tuple[str, dict
     index = int(found.get("index", 0))
     got = tuple(int(s) for s in str(found.get("got", "")).split(",") if s.strip())
     want = tuple(int(s) for s in str(found.get("want", "")).split(",") if s.strip())
-    name = probe.names[index] if index < len(probe.names) else f"input {index}"
+    name = probe.names[index] if index < len(probe.names) else say("input_number", index=index)
     fields = {**found, "name": name, "received_shape": got, "expected_shape": want}
     shapes = {n: tuple(x.shape) for n, x in _pairs(probe.names, probe.inputs) if isinstance(x, torch.Tensor)}
     others = [n for n, s in shapes.items() if s == got and n != name]
@@ -127,10 +141,10 @@ def _output(judge: _Judge, probe: Probe, obs: Obs) -> torch.Tensor:
     if "error" in obs:
         judge.fail_error(obs["error"], probe)
     if obs.get("type") != "Tensor" and len(judge.ex.outputs) > 1:
-        judge.fail("wrong_outputs", probe, name=obs.get("name", "your function"), type=obs.get("type"),
+        judge.fail("wrong_outputs", probe, name=obs.get("name", say("your_function")), type=obs.get("type"),
                    n_expected=len(judge.ex.outputs), outputs=", ".join(judge.ex.outputs))
     if obs.get("type") != "Tensor":  # e.g. a wrapper returning all of Sinh's outputs
-        judge.fail("returns_tuple", probe, name=obs.get("name", "your function"), type=obs.get("type"))
+        judge.fail("returns_tuple", probe, name=obs.get("name", say("your_function")), type=obs.get("type"))
     if not obs.get("has_graph"):
         made = obs.get("made_by_function")
         if len(judge.ex.outputs) > 1 and isinstance(made, list) and any(m is True for m in made[1:]):
@@ -139,7 +153,7 @@ def _output(judge: _Judge, probe: Probe, obs: Obs) -> torch.Tensor:
     if obs.get("node") is None:
         found = str(obs.get("found"))
         judge.fail("not_custom_function", probe,
-                   found=f"{found} (an op of PyTorch's own)" if found[-1:].isdigit() else found)
+                   found=say("pytorch_own_op", found=found) if found[-1:].isdigit() else found)
     value = obs["value"]
     assert isinstance(value, torch.Tensor)
     return value
@@ -155,7 +169,8 @@ def _fail_if_float32_precision(judge: _Judge, probe: Probe, e: torch.Tensor, r: 
     """A float64 result right only to float32 precision: backward computes in float32 somewhere."""
     if probe.dtype == torch.float64 and dx.close(r, e, **dx.tolerances(torch.float32)):
         where, ev, rv = dx.worst_element(e, r, digits=12)
-        judge.fail("float32_precision", probe, name=name, where=f"{what} at {where}", expected=ev, received=rv)
+        judge.fail("float32_precision", probe, name=name, where=_at(what, where), expected=ev,
+                   received=rv)
 
 
 def _fail_if_overflow(judge: _Judge, probe: Probe, e: torch.Tensor, r: torch.Tensor, what: str, mistake: str,
@@ -164,13 +179,13 @@ def _fail_if_overflow(judge: _Judge, probe: Probe, e: torch.Tensor, r: torch.Ten
     bad = torch.isfinite(e) & ~torch.isfinite(r)
     if bool(bad.any()):
         index = tuple(int(i) for i in bad.nonzero()[0])
-        where = "[" + ", ".join(map(str, index)) + "]" if index else "(scalar)"
+        where = "[" + ", ".join(map(str, index)) + "]" if index else say("scalar")
         x = next((t for t in probe.inputs if isinstance(t, torch.Tensor)), None)
         at = x.detach().reshape(-1)[0] if x is not None and x.dim() == 0 else (
             x.detach()[index] if x is not None and x.shape == e.shape else None)
-        judge.fail(mistake, probe, where=f"{what} at {where}", expected=dx.fmt_number(e[index].item()),
+        judge.fail(mistake, probe, where=_at(what, where), expected=dx.fmt_number(e[index].item()),
                    received=str(r[index].item()), value=str(r[index].item()),
-                   x=dx.fmt_number(at.item()) if at is not None else "a large value", **fields)
+                   x=dx.fmt_number(at.item()) if at is not None else say("a_large_value"), **fields)
 
 
 def _plain(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -223,7 +238,8 @@ def _judge_raw(judge: _Judge, probe: Probe, raw: Obs, values: bool = True) -> No
     for name, x, g in _pairs(probe.names, inputs, grads):
         if not isinstance(x, torch.Tensor):
             if g is not None:
-                judge.fail("gradient_for_non_tensor", probe, cls=cls, name=name, value=repr(x), where=f"gradient for `{name}`")
+                judge.fail("gradient_for_non_tensor", probe, cls=cls, name=name, value=repr(x),
+                           where=_gradient_of(name))
             continue
         if g is None:
             if x.requires_grad:
@@ -232,8 +248,8 @@ def _judge_raw(judge: _Judge, probe: Probe, raw: Obs, values: bool = True) -> No
         if not values:
             continue
         if not isinstance(g, torch.Tensor):
-            judge.fail("raised_error", probe, error_type="TypeError", stage=f"calling {cls}.backward",
-                       error=f"the gradient for `{name}` is a {g.get('other', '?')}, not a tensor")
+            judge.fail("raised_error", probe, error_type="TypeError", stage=say("stage_calling_backward", cls=cls),
+                       error=say("gradient_not_a_tensor", name=name, type=g.get('other', '?')))
         fields = {"name": name, "received_shape": tuple(g.shape), "expected_shape": tuple(x.shape), "cls": cls, "names": names}
         if g.shape != x.shape:
             others = [n for n, o in _pairs(probe.names, inputs) if isinstance(o, torch.Tensor) and n != name and o.shape == g.shape]
@@ -254,7 +270,7 @@ def _judge_raw(judge: _Judge, probe: Probe, raw: Obs, values: bool = True) -> No
 
 def _compare_gradients(judge: _Judge, probe: Probe, names: list[str], expected: Sequence[torch.Tensor],
                        received: Sequence[Any], unit: Sequence[torch.Tensor] | None, cls: str) -> None:
-    received = _complete(judge, probe, received, len(names), "gradients", "inputs that require grad")
+    received = _complete(judge, probe, received, len(names), say("obs_gradients"), say("obs_inputs_requiring_grad"))
     for j, (name, e, r) in enumerate(_pairs(names, expected, received)):
         if r is None:
             judge.fail("missing_gradient", probe, cls=cls, name=name)
@@ -263,14 +279,14 @@ def _compare_gradients(judge: _Judge, probe: Probe, names: list[str], expected: 
                        received_shape=tuple(getattr(r, "shape", ())))
         if _close(probe, r, e):
             continue
-        _fail_if_overflow(judge, probe, e, r, f"gradient for `{name}`", "gradient_overflow", name=name)
-        _fail_if_float32_precision(judge, probe, e, r, name, f"gradient for `{name}`")
+        _fail_if_overflow(judge, probe, e, r, _gradient_of(name), "gradient_overflow", name=name)
+        _fail_if_float32_precision(judge, probe, e, r, name, _gradient_of(name))
         others = [names[k] for k, ek in enumerate(expected) if k != j and _close(probe, r, ek)]
         if others:
             judge.fail("gradients_in_wrong_order", probe, cls=cls, name=name, other=others[0], names=", ".join(probe.names))
         mistake, fields = dx.relate(e, r, without_grad_output=unit[j] if unit else None, **dx.tolerances(probe.dtype))
         where, ev, rv = dx.worst_element(e, r)
-        judge.fail(mistake or "wrong_gradient", probe, name=name, where=f"gradient for `{name}` at {where}",
+        judge.fail(mistake or "wrong_gradient", probe, name=name, where=_at(_gradient_of(name), where),
                    expected=ev, received=rv, **fields)
 
 
@@ -305,7 +321,7 @@ def judge_forward(judge: _Judge, probes: list[Probe], observations: list[Obs]) -
             if ex.id == "linear" and len(plain) > 2 and plain[2] is not None and _close(probe, out, ex.reference(plain[0], plain[1], None)):
                 mistake = "forward_missing_bias"
             judge.fail(mistake, probe, where=f"output{where}", expected=e, received=r)
-    return f"{ex.formula} matches PyTorch"
+    return say("summary_forward", formula=ex.formula)
 
 
 def _judge_other_outputs(judge: _Judge, probe: Probe, obs: Obs) -> None:
@@ -345,7 +361,7 @@ def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: li
                            str(obs["raw"].get("cls")))
         if registry.gradchecked(judge.name, position) and bool(torch.isfinite(out).all()):
             _judge_gradcheck(judge, probe, obs["gradcheck"], second=False)  # (finite differences of an overflow: nothing)
-    return "gradients match PyTorch's and gradcheck passes"
+    return say("summary_first_derivatives")
 
 
 def _why_second_derivative_missing(ex: Exercise, obs: Obs) -> tuple[str, dict[str, Any]]:
@@ -375,11 +391,12 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
         diff = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
         v = vectors.grad_output(out.shape, probe.seed, probe.dtype).requires_grad_()
         ref_grads = torch.autograd.grad(ex.reference_output(*inputs), diff, v, create_graph=True)
-        received_first = _complete(judge, probe, first["grads"], len(ref_grads), "first derivatives",
-                                   "inputs that require grad")
+        received_first = _complete(judge, probe, first["grads"], len(ref_grads), say("obs_first_derivatives"),
+                                   say("obs_inputs_requiring_grad"))
         if ex.backward_classes:
             for key in ("backward_node", "backward_node_sources", "backward_node_without_history"):
-                _complete(judge, probe, first[key], len(received_first), f"entries of {key}", "gradients")
+                _complete(judge, probe, first[key], len(received_first), say("obs_entries_of", key=key),
+                          say("obs_gradients"))
         if any(not isinstance(g, torch.Tensor) or not _close(probe, g, e) for g, e in _pairs(received_first, ref_grads)):
             judge.fail("first_order_wrong_before_second", probe)
         second = obs["second"]
@@ -390,12 +407,12 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
         targets = [*diff, v]
         expected = torch.autograd.grad(list(ref_grads), targets, u, allow_unused=True)
         expected = [e if e is not None else torch.zeros_like(t) for e, t in _pairs(expected, targets)]
-        received = _complete(judge, probe, second["grads"], len(targets), "second derivatives",
-                             "inputs and grad_output")
+        received = _complete(judge, probe, second["grads"], len(targets), say("obs_second_derivatives"),
+                             say("obs_inputs_and_grad_output"))
         if not isinstance(obs["backward_source"], str):
-            judge.fail("observation_missing", probe, key="backward's source")
+            judge.fail("observation_missing", probe, key=say("obs_backward_source"))
         if not isinstance(obs["once_differentiable"], bool):
-            judge.fail("observation_missing", probe, key="whether backward is once_differentiable")
+            judge.fail("observation_missing", probe, key=say("obs_once_differentiable"))
         cls = str(obs["forward"].get("node"))
         for j, (name, e, r) in enumerate(_pairs(names, expected, received)):
             if r is None:
@@ -407,27 +424,28 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
                                    else ("second_derivative_missing", {}))
                 if obs["once_differentiable"] is True:
                     mistake, fields = "once_differentiable", {}
-                judge.fail(mistake, probe, name=name, where=f"d(your gradient)/d{name}", **fields)
+                judge.fail(mistake, probe, name=name, where=_second_of(name), **fields)
             if not isinstance(r, torch.Tensor) or r.shape != e.shape:
-                judge.fail("second_derivative_wrong", probe, name=name, where=f"d(your gradient)/d{name}")
+                judge.fail("second_derivative_wrong", probe, name=name, where=_second_of(name))
             if _close(probe, r, e):
                 continue
             if obs.get("sinh_extra_outputs_ignored"):
                 judge.fail("extra_output_gradients_ignored", probe, name=name)
-            _fail_if_overflow(judge, probe, e, r, f"d(your gradient)/d{name}", "second_derivative_overflow", name=name)
-            _fail_if_float32_precision(judge, probe, e, r, name, f"d(your gradient)/d{name}")
+            _fail_if_overflow(judge, probe, e, r, _second_of(name), "second_derivative_overflow",
+                              name=name)
+            _fail_if_float32_precision(judge, probe, e, r, name, _second_of(name))
             where, ev, rv = dx.worst_element(e, r)
             others = [names[k] for k, ek in enumerate(expected) if k != j and _close(probe, r, ek)]
             backward_cls = ex.backward_classes[0] if ex.backward_classes else cls
             if others:
                 judge.fail("double_backward_wrong_order", probe, name=name, other=others[0], cls=backward_cls,
-                           where=f"d(your gradient)/d{name} at {where}", expected=ev, received=rv)
-            judge.fail("second_derivative_wrong", probe, name=name, where=f"d(your gradient)/d{name} at {where}",
+                           where=_at(_second_of(name), where), expected=ev, received=rv)
+            judge.fail("second_derivative_wrong", probe, name=name, where=_at(_second_of(name), where),
                        expected=ev, received=rv)
         # Right second derivatives without CubeBackward: the structure check alone costs the point.
         if registry.gradchecked(judge.name, position) and bool(torch.isfinite(out).all()):
             _judge_gradcheck(judge, probe, obs["gradgradcheck"], second=True)
-    return "second derivatives match PyTorch's and gradgradcheck passes"
+    return say("summary_second_derivatives")
 
 
 def _fail_if_sort_gathers(judge: _Judge, probe: Probe, v: torch.Tensor, expected: torch.Tensor, grads: Any) -> None:
@@ -438,7 +456,7 @@ def _fail_if_sort_gathers(judge: _Judge, probe: Probe, v: torch.Tensor, expected
     indices = torch.sort(probe.inputs[0].detach(), dim=-1).indices
     if _close(probe, received, v.gather(-1, indices)):
         where, ev, rv = dx.worst_element(expected, received)
-        judge.fail("sort_gather_not_scatter", probe, where=f"gradient for `x` at {where}", expected=ev, received=rv)
+        judge.fail("sort_gather_not_scatter", probe, where=_at(_gradient_of("x"), where), expected=ev, received=rv)
 
 
 def _raw_gradients_right(ex: Exercise, probe: Probe, obs: Obs) -> bool:
@@ -464,14 +482,15 @@ def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs])
             judge.fail("tensor_on_ctx", probe, cls=obs["forward"].get("node"), attrs=dx.name_list(attrs),
                        saved=int(obs["forward"].get("saved", 0)))
         if len(ex.outputs) > 1:
-            marks = _complete(judge, probe, obs["forward"]["requires_grad"], len(ex.outputs), "requires_grad flags",
+            marks = _complete(judge, probe, obs["forward"]["requires_grad"], len(ex.outputs),
+                              say("obs_requires_grad_flags"),
                               "output")
             for name, requires_grad in list(_pairs(ex.outputs, marks))[1:]:
                 if requires_grad is not False:
                     judge.fail("output_not_marked_non_differentiable", probe, output=name)
         style = obs["style"]["setup_context"]
         if not isinstance(style, bool):
-            judge.fail("observation_missing", probe, key="the Function's style")
+            judge.fail("observation_missing", probe, key=say("obs_function_style"))
         if ex.setup_context and style is not True:
             judge.fail("forward_takes_ctx", probe)
         _judge_raw(judge, probe, obs["raw"], values=False)  # values are the first-derivative check's job
@@ -479,7 +498,8 @@ def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs])
             nodes = obs["backward_nodes"]
             if isinstance(nodes, dict) and "error" in nodes:
                 judge.fail_error(nodes["error"], probe)
-            nodes = _complete(judge, probe, nodes, len(_diff_names(probe, probe.inputs)), "backward nodes", "gradients")
+            nodes = _complete(judge, probe, nodes, len(_diff_names(probe, probe.inputs)), say("obs_backward_nodes"),
+                               say("obs_gradients"))
             for node in nodes:
                 if node is None:
                     right = _raw_gradients_right(ex, probe, obs)
@@ -491,13 +511,14 @@ def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs])
     if len(ex.input_names) > 1:
         for probe, obs in _pairs(probes, observations):
             wanted = vectors.requires_grad_patterns(probe)
-            patterns = _complete(judge, probe, obs["patterns"], len(wanted), "requires-grad patterns", "probe")
+            patterns = _complete(judge, probe, obs["patterns"], len(wanted), say("obs_requires_grad_patterns"),
+                                  say("obs_probe"))
             for pattern, pattern_obs in _pairs(wanted, patterns):
                 if [int(i) for i in pattern_obs["pattern"]] != list(pattern):
                     judge.fail("observation_missing", probe,
-                               key=f"the requires-grad pattern ({', '.join(probe.names[i] for i in pattern)})")
+                               key=say("obs_requires_grad_pattern", names=", ".join(probe.names[i] for i in pattern)))
                 _judge_pattern(judge, probe, pattern_obs)
-    return "a real custom Function; tensors saved with save_for_backward"
+    return say("summary_structure")
 
 
 def _judge_pattern(judge: _Judge, probe: Probe, obs: Obs) -> None:
@@ -512,7 +533,8 @@ def _judge_pattern(judge: _Judge, probe: Probe, obs: Obs) -> None:
     v = vectors.grad_output(obs["forward"]["value"].shape, probe.seed, probe.dtype)
     expected = _reference_vjp(judge.ex, inputs, v)
     names = _diff_names(probe, inputs)
-    received = _complete(judge, probe, obs["vjp"]["grads"], len(names), "gradients", "inputs that require grad")
+    received = _complete(judge, probe, obs["vjp"]["grads"], len(names), say("obs_gradients"),
+                         say("obs_inputs_requiring_grad"))
     for name, e, r in _pairs(names, expected, received):
         if not isinstance(r, torch.Tensor) or not _close(probe, r, e):
             judge.fail("needs_input_grad_wrong", probe, name=name, pattern=described)
@@ -541,7 +563,7 @@ def judge_forward_mode(judge: _Judge, probes: list[Probe], observations: list[Ob
         directions = tuple(vectors.tangents(probe))
         expected = reference_jvp(ex.reference_output, primals, directions)
         unit = reference_jvp(ex.reference_output, primals, tuple(torch.ones_like(t) for t in directions))
-        for key, field, how in (("func_jvp", "value", "torch.func.jvp"), ("dual", "tangent", "a dual tensor")):
+        for key, field, how in (("func_jvp", "value", "torch.func.jvp"), ("dual", "tangent", say("a_dual_tensor"))):
             entry = obs[key]
             if "error" in entry:
                 _jvp_error(judge, probe, entry["error"])
@@ -553,11 +575,11 @@ def judge_forward_mode(judge: _Judge, probes: list[Probe], observations: list[Ob
                            received_shape=tuple(getattr(received, "shape", ())))
             if _close(probe, received, expected):
                 continue
-            _fail_if_overflow(judge, probe, expected, received, f"jvp through {how}", "jvp_overflow")
+            _fail_if_overflow(judge, probe, expected, received, say("where_jvp", how=how), "jvp_overflow")
             where, ev, rv = dx.worst_element(expected, received)
             mistake = "jvp_ignores_tangent" if _close(probe, received, unit) else "jvp_wrong"
-            judge.fail(mistake, probe, how=how, where=f"jvp through {how} at {where}", expected=ev, received=rv)
-    return "jvp matches PyTorch's through torch.func.jvp and dual tensors"
+            judge.fail(mistake, probe, how=how, where=_at(say("where_jvp", how=how), where), expected=ev, received=rv)
+    return say("summary_forward_mode")
 
 
 def judge_vmap(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> str:
@@ -573,13 +595,13 @@ def judge_vmap(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> s
                 judge.fail_error(obs[key]["error"], probe)
         loop, received = obs["loop"]["value"], obs["vmap"]["value"]
         if not isinstance(loop, torch.Tensor) or not _close(probe, loop, expected):
-            judge.fail("forward_wrong", probe, where="one of the samples vmap maps over")
+            judge.fail("forward_wrong", probe, where=say("where_a_vmap_sample"))
         if not isinstance(received, torch.Tensor) or received.shape != expected.shape:
             judge.fail("vmap_wrong_shape", probe, expected_shape=tuple(expected.shape),
                        received_shape=tuple(getattr(received, "shape", ())))
         if not _close(probe, received, loop):
             where, ev, rv = dx.worst_element(loop, received)
-            judge.fail("vmap_wrong", probe, where=f"vmap's result at {where}", expected=ev, received=rv)
+            judge.fail("vmap_wrong", probe, where=_at(say("where_vmap_result"), where), expected=ev, received=rv)
         if "error" in obs["vmap_grad"]:
             judge.fail_error(obs["vmap_grad"]["error"], probe)
         grads = reference_per_sample_grad(ex.reference_output, stacked)
@@ -587,9 +609,9 @@ def judge_vmap(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> s
         if not isinstance(received, torch.Tensor) or received.shape != grads.shape or not _close(probe, received, grads):
             where, ev, rv = dx.worst_element(grads, received) if isinstance(received, torch.Tensor) and \
                 received.shape == grads.shape else ("", None, None)
-            judge.fail("vmap_grad_wrong", probe, where=f"per-sample gradient at {where}" if where else "",
+            judge.fail("vmap_grad_wrong", probe, where=_at(say("where_per_sample_gradient"), where) if where else "",
                        expected=ev, received=rv)
-    return f"vmap matches a loop over {vectors.BATCH} samples, and vmap(grad(...)) gives per-sample gradients"
+    return say("summary_vmap", batch=vectors.BATCH)
 
 
 JUDGES: dict[str, Callable[[_Judge, list[Probe], list[Obs]], str]] = {

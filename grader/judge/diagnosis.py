@@ -63,6 +63,12 @@ def unfinished_notice(finding: Finding, target: str) -> str:
     return f"○ {note.title.format(**fields)}\n  {note.hint.format(**fields)}"
 
 
+def passed_line(exercise: str, check: str, summary: str, count: int) -> str:
+    """A passed check's line: '✓ square · forward: x² matches PyTorch on 4 probes'."""
+    said = messages.say("passed_probes" if count != 1 else "passed_one_probe", summary=summary, count=count)
+    return f"✓ {check_label(exercise, check)}: {said}"
+
+
 # --- numbers --------------------------------------------------------------------------------
 
 
@@ -81,7 +87,7 @@ def worst_element(expected: torch.Tensor, received: torch.Tensor, digits: int = 
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape)) if diff.dim() else ()
     e = expected.reshape(-1)[flat].item() if expected.numel() else float("nan")
     r = received.reshape(-1)[flat].item() if received.numel() else float("nan")
-    where = "[" + ", ".join(map(str, index)) + "]" if index else "(scalar)"
+    where = "[" + ", ".join(map(str, index)) + "]" if index else messages.say("scalar")
     return where, f"{e:.{digits}g}", f"{r:.{digits}g}"
 
 

@@ -16,6 +16,7 @@ import torch
 
 from grader.spec.function_probes import ATOL, DTYPE, RTOL
 from grader.spec.functions import ERROR_MISTAKES, SIGNATURES, Obs, _first_line, _type_name
+from grader.spec.messages import say
 
 
 class _Fail(Exception):
@@ -142,7 +143,7 @@ def _fail_if_raised(ex: str, obs: Obs) -> None:
     if mistake is None and _bool_field(error, "not_implemented"):
         raise _Fail("not_implemented", code=code, error=_first_line(text))
     if mistake is None:
-        raise _Fail("raised_error", stage=f"running {SIGNATURES[ex]}", **details)
+        raise _Fail("raised_error", stage=say("stage_running_function", signature=SIGNATURES[ex]), **details)
     raise _Fail(mistake, **details)
 
 
@@ -161,7 +162,7 @@ def _as_result(result: Any, shape: torch.Size, wrong_shape: str, **shape_fields:
 
     ``wrong_shape`` is the exercise's mistake id for a tensor of another shape."""
     kind = _str_field(result, "kind")
-    wanted = f"a tensor of shape {_fmt_shape(shape)}"
+    wanted = say("a_tensor_of_shape", shape=_fmt_shape(shape))
     if kind == "none":
         raise _Fail("returned_none", expected=wanted, received="None")
     if kind == "sequence":
@@ -171,24 +172,27 @@ def _as_result(result: Any, shape: torch.Size, wrong_shape: str, **shape_fields:
         kind_name = _first_line(_str_field(result, "type") or "", 100)
         inner = ", ".join(_first_line(i, 100) for i in items)
         raise _Fail("returned_tuple", type=kind_name, items=inner, expected=wanted,
-                    received=f"a {kind_name} ({inner})")
+                    received=say("a_kind_of", kind=kind_name, items=inner))
     if kind == "other":
         kind_name = _first_line(_str_field(result, "type") or "", 100)
-        raise _Fail("returned_not_a_tensor", type=kind_name, expected=f"a torch.Tensor of shape {_fmt_shape(shape)}",
-                    received=f"a {kind_name}")
+        raise _Fail("returned_not_a_tensor", type=kind_name,
+                    expected=say("a_torch_tensor_of_shape", shape=_fmt_shape(shape)),
+                    received=say("a_kind", kind=kind_name))
     if kind == "unreadable":
         kind_name = _first_line(_str_field(result, "type") or "", 100)
         raise _Fail("returned_unreadable_tensor", type=kind_name,
-                    expected=f"a plain torch.Tensor of shape {_fmt_shape(shape)}", received=f"a {kind_name}")
+                    expected=say("a_plain_tensor_of_shape", shape=_fmt_shape(shape)),
+                    received=say("a_kind", kind=kind_name))
     if kind != "tensor":
         raise _Malformed(f"unknown result kind {_first_line(kind or '', 40)!r}")
     value = _tensor_field(result, "value")
     if value.shape != shape:
         raise _Fail(wrong_shape, received_shape=tuple(value.shape), expected_shape=tuple(shape),
-                    expected=f"shape {_fmt_shape(shape)}", received=f"shape {_fmt_shape(value.shape)}", **shape_fields)
+                    expected=say("shape_value", shape=_fmt_shape(shape)),
+                    received=say("shape_value", shape=_fmt_shape(value.shape)), **shape_fields)
     if not (value.is_floating_point() or value.is_complex()):
-        raise _Fail("returned_integer_tensor", dtype=str(value.dtype), expected="a float64 tensor",
-                    received=f"a {value.dtype} tensor")
+        raise _Fail("returned_integer_tensor", dtype=str(value.dtype), expected=say("a_float64_tensor"),
+                    received=say("a_dtype_tensor", dtype=value.dtype))
     return value.to(DTYPE)
 
 
@@ -213,7 +217,7 @@ def _difference(name: str, expected: torch.Tensor | None, received: torch.Tensor
     (``exact``: any change counts; otherwise beyond the checks' tolerance)."""
     if expected is None or received is None:
         def describe(t: torch.Tensor | None) -> str:
-            return "None" if t is None else f"a tensor of shape {_fmt_shape(t.shape)}"
+            return "None" if t is None else say("a_tensor_of_shape", shape=_fmt_shape(t.shape))
         return {"where": name, "expected": describe(expected), "received": describe(received)}
     if expected.shape != received.shape:
         return {"where": f"{name}.shape", "expected": _fmt_shape(expected.shape),

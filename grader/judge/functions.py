@@ -19,6 +19,7 @@ import torch
 from grader.judge import autograd_basics as nb1, second_order as nb4
 from grader.judge.function_fields import _Fail, _Malformed
 from grader.spec.findings import CheckFailed, Finding
+from grader.spec.messages import EN, say
 from grader.spec.functions import (MISTAKES, SIGNATURES, FunctionCheck, Obs, _first_line, _text, _type_name,
                                    arguments, section, spec_of)
 
@@ -45,7 +46,7 @@ def _finding(check: str, exercise: str, failure: _Fail) -> Finding:
         mistake, fields = "grader_error", {"error_type": "KeyError", "error": f"unknown mistake id {mistake!r}"}
     signature = SIGNATURES.get(check) or SIGNATURES[exercise]
     fields.setdefault("function", signature)
-    probe = f"{signature} with {failure.probe}" if failure.probe else ""
+    probe = say("probe_call", signature=signature, probe=failure.probe) if failure.probe else ""
     return Finding(exercise=exercise, check=check, mistake=mistake, probe=probe, where=failure.where,
                    expected=failure.expected, received=failure.received, section=section(exercise, mistake),
                    fields=fields, code=failure.code)
@@ -77,7 +78,8 @@ def _judge_all(check: str, spec: FunctionCheck, args: dict[str, Any], observatio
         except Exception as exc:  # data nothing above anticipated (or a bug of ours): never a pass
             raise _Fail("malformed_observations", probe=probe.desc,
                         why=f"{_type_name(exc)}: {_first_line(_text(exc))}") from None
-    summary = spec.summary.format(n=len(setups))
+    key = f"summary_{check}"  # (the ✓ line, in the notebook's language; spec.summary is its English)
+    summary = say(key, n=len(setups)) if key in EN else spec.summary.format(n=len(setups))
     return "; ".join([summary, *notes])
 
 

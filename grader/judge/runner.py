@@ -34,8 +34,8 @@ from grader.boundary import wire
 from grader.boundary.channel import RESULTS_LIMIT  # bytes of results read from the sandbox
 from grader.boundary.limits import NOTEBOOK_SECONDS
 from grader.judge.testcells import exercise_of  # noqa: F401 (part of this module's interface)
-from grader.judge.diagnosis import CheckFailed, check_label
-from grader.spec import registry
+from grader.judge.diagnosis import CheckFailed, check_label, passed_line  # noqa: F401 (check_label: interface)
+from grader.spec import messages, registry
 from grader.spec.messages import say
 
 if TYPE_CHECKING:
@@ -187,7 +187,8 @@ def grade_notebook(path: Path, instructor_path: Path | None = None, timeout: flo
     tests_from = str(instructor_path) if instructor_path else "the notebook's own test cells"
     own = instructor_sources(instructor) if instructor_path else frozenset()
     return grade_cells(str(path), cells_to_run(notebook, instructor_cells(instructor), own, policy), tests_from, timeout,
-                       allow_unsandboxed, hide or _course_roots(path, instructor_path))
+                       allow_unsandboxed, hide or _course_roots(path, instructor_path),
+                       language=messages.language_of(notebook))
 
 
 def _course_roots(*paths: Path | None) -> list[Path]:
@@ -202,11 +203,18 @@ def _course_roots(*paths: Path | None) -> list[Path]:
 
 def grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float = NOTEBOOK_SECONDS,
                 allow_unsandboxed: bool = False, hide: list[Path] = (),  # type: ignore[assignment]
-                pool: "Pool | None" = None, judge_seconds: float | None = None) -> NotebookResult:
+                pool: "Pool | None" = None, judge_seconds: float | None = None, language: str = "en") -> NotebookResult:
     """Grade prepared cells: in ``pool`` if given (fast), else in a sandbox of their own.
 
     Judging (here, in the trusted process) has ``judge_seconds`` per notebook (default ``JUDGE_SECONDS``,
-    env ``GRADER_JUDGE_SECONDS``): checks not judged within it fail, never pass."""
+    env ``GRADER_JUDGE_SECONDS``): checks not judged within it fail, never pass. ``language``: the notebook's
+    (``messages.language_of``); its diagnoses, and what its own cells print in the sandbox, are written in it."""
+    with messages.using(language):  # (this thread's: the trusted side grades notebooks in threads)
+        return _grade_cells(name, cells, tests_from, timeout, allow_unsandboxed, hide, pool, judge_seconds)
+
+
+def _grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float, allow_unsandboxed: bool,
+                 hide: list[Path], pool: "Pool | None", judge_seconds: float | None) -> NotebookResult:
     started = time.monotonic()
     result = NotebookResult(name, tests_from)
     from grader.isolation.pool import GRADING
@@ -291,7 +299,8 @@ def _not_found(call: testcells.CheckCall, error: Any, failed: list[tuple[Cell, d
         line, code = raised.get("line"), raised.get("code")
         at = ""
         if isinstance(line, int) and not isinstance(line, bool):
-            at = f" at line {line}" + (f": `{_clip(code, 200)}`" if isinstance(code, str) and code.strip() else "")
+            at = " " + say("at_line", line=line) + (f": `{_clip(code, 200)}`" if isinstance(code, str) and code.strip()
+                                                    else "")
         key = "not_found_cell_raised" if definer else "not_found_earlier_cell_raised"
         return "cell_raised", say(key, entry=call.entry, name=name, error=_clip(raised.get("error"), 300), at=at)
     return "not_found", say("not_found", entry=call.entry, error=error)
@@ -313,13 +322,13 @@ def _judge_cell(cell: Cell, entry: dict[str, Any], failed: list[tuple[Cell, dict
     findings: list[dict[str, Any]] = []
     passed, seen = True, set()
     for call, answer in zip(cell.calls, calls):
-        label = "[hidden check, other inputs] " if call.hidden else ""
+        label = say("hidden_check_label") + " " if call.hidden else ""
         ok, text, finding = _judge_call(call, answer, failed)
         passed = passed and ok
         if finding is not None:
             findings.append({**finding, "hidden": call.hidden})
         headline = text.split("\n", 1)[0]
-        lines.append(label + (headline + " (same as above)" if not ok and headline in seen else text))
+        lines.append(label + (say("same_as_above", headline=headline) if not ok and headline in seen else text))
         seen.add(headline)
     return passed, "\n".join(lines), findings
 
@@ -345,8 +354,7 @@ def _judge_call(call: testcells.CheckCall, answer: Any,
             ex = get(kwargs.pop("exercise"))
             probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)))
             summary = custom_functions.judge(call.check, ex.id, probes, observations)
-            count = len(probes)
-            return True, f"✓ {check_label(ex.id, call.check)}: {summary} on {count} probe{'s' if count != 1 else ''}", None
+            return True, passed_line(ex.id, call.check, summary, len(probes)), None
         return True, "✓ " + functions.judge(call.check, observations, **call.kwargs), None
     except CheckFailed as failure:
         return False, str(failure).strip(), failure.finding.as_dict()
@@ -374,6 +382,8 @@ def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: l
         else:
             plan.append({"kind": "code", "index": key, "source": cell.source, "restricted": cell.restricted})
     keys = {item["index"]: (cell.index if cell.index >= 0 else ("missing", cell.grade_id)) for item, cell in zip(plan, cells)}
+    # first, the language the notebook's own cells print their self-checks in (the child sets it before any cell)
+    plan.insert(0, {"kind": "language", "index": None, "language": messages.current()})
     if pool is None and ok:
         from grader.isolation.pool import Pool
 

@@ -34,6 +34,7 @@ from grader.judge.function_fields import (_Fail, _Malformed, _as_result, _as_ten
 from grader.spec.exercises import reference_hessian
 from grader.spec.function_probes import _HvpProbe, _PenaltyProbe, _leaf, grader_penalty, penalty_reference
 from grader.spec.functions import Obs, _first_line, _type_name
+from grader.spec.messages import say
 
 MAX_CALLS = 50  # calls of a probe function recorded (the observer's ``MAX_CALLS``: more is malformed)
 
@@ -48,13 +49,13 @@ def _own_unfit(p: Any, obs: Obs, expected: Callable[[], Any]) -> str | None:
         error = _field(own, "error")
         text = _first_line(_str_field(error, "message") or "")
         if _bool_field(error, "not_implemented"):
-            return f"it still raises NotImplementedError ({text})" if text else "it still raises NotImplementedError"
+            return say("unfit_not_implemented_because", text=text) if text else say("unfit_not_implemented")
         return f"{_first_line(_str_field(error, 'type') or '', 100) or 'Exception'}: {text}"
     record = _field(own, "value")
     values = expected()
     value = _result_value(record)
     if value is None or value.shape != values.shape or not _close(value.to(torch.float64), values):
-        return "PyTorch's own recipe through it gives a wrong result"
+        return say("unfit_wrong_result")
     return None
 
 
@@ -64,7 +65,7 @@ def _excused(p: Any, why: str) -> str:
 
     note = messages.message("own_function_excused")
     fields = {"names": ", ".join(p.uses), "why": why, "cells": ", ".join(f"`{n.lower()}`" for n in p.uses)}
-    return f"{note.title.format(**fields)}. {note.hint.format(**fields)}"
+    return say("title_then_hint", title=note.title.format(**fields), hint=note.hint.format(**fields))
 
 
 def _calls(obs: Obs) -> list[Obs]:
@@ -139,12 +140,12 @@ def _judge_hvp_probe(check: str, p: _HvpProbe, stale: None, obs: Obs) -> None:
         _fail_if_raised("hvp", obs)
     except _Fail as failure:
         if failure.mistake == "hvp_torch_func_through_classic_function":
-            failure.fields["names"] = ", ".join(p.uses) or "one of your Functions"
+            failure.fields["names"] = ", ".join(p.uses) or say("one_of_your_functions")
         raise
     _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"), requires_grad=True)
     if _bool_field(obs, "x_requires_grad") or _grad_field(obs, "x_grad_after", p.x.shape) is not None:
         raise _Fail("hvp_changed_x", where="x.requires_grad / x.grad", expected="False / None",
-                    received="changed by your function")
+                    received=say("changed_by_your_function"))
     expected, gradient, hess = _hvp_reference(p)
     got = _as_result(_field(obs, "result"), p.x.shape, "hvp_wrong_shape")
     if not _close(got, expected):
@@ -222,9 +223,9 @@ def _judge_penalty_probe(check: str, p: _PenaltyProbe, stale: None, obs: Obs) ->
     # rule: a leaf of your own, x.detach().requires_grad_()); each flag is read from what the observer saw.
     if _bool_field(obs, "x_requires_grad") or _grad_field(obs, "x_grad_after", p.x.shape) is not None:
         raise _Fail("penalty_changed_x", where="x.requires_grad / x.grad", expected="False / None",
-                    received="changed by your function")
+                    received=say("changed_by_your_function"))
     if _grad_field(obs, "w_grad_after", p.w.shape) is not None:
-        raise _Fail("penalty_changed_w_grad", where="w.grad", expected="None", received="a tensor")
+        raise _Fail("penalty_changed_w_grad", where="w.grad", expected="None", received=say("a_tensor"))
     w = _leaf(p.w)
     expected = penalty_reference(p.reference(), w, p.x)
     got = _as_result(_field(obs, "result"), torch.Size([]), "penalty_wrong_shape")
@@ -243,7 +244,7 @@ def _judge_penalty_probe(check: str, p: _PenaltyProbe, stale: None, obs: Obs) ->
     (expected_gradient,) = torch.autograd.grad(expected, w)
     received = _field(obs, "gradient")
     if received is None:
-        raise _Fail("penalty_no_create_graph", where="d penalty / d w", expected="a gradient", received="None")
+        raise _Fail("penalty_no_create_graph", where="d penalty / d w", expected=say("a_gradient"), received="None")
     received = _as_tensor(received, "'gradient'")
     if received.shape != expected_gradient.shape or not _close(received.to(torch.float64), expected_gradient):
         diff = _difference("d penalty / d w", expected_gradient, received)

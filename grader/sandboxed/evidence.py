@@ -12,6 +12,7 @@ from typing import Any, Iterable, Sequence
 
 import torch
 
+from grader.spec.messages import say
 from grader.spec.findings import MAX_CTX_ATTRS, _short, from_exception  # noqa: F401  (the observers' dx.* names)
 
 GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # grader/, every layer
@@ -30,7 +31,8 @@ def student_line(exc: BaseException) -> str:
     frame, lineno = frames[-1]
     name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
     text = linecache.getline(frame.f_code.co_filename, lineno, frame.f_globals).strip()
-    return f"{name}, line {lineno}: {text}" if text else f"{name}, line {lineno}"
+    return say("code_in_function", name=name, line=lineno, code=text) if text else say("line_in_function", name=name,
+                                                                                        line=lineno)
 
 
 def source_of(function: Any) -> str:

@@ -18,6 +18,7 @@ from torch.autograd.gradcheck import GradcheckError
 
 from grader.sandboxed import evidence as dx
 from grader.spec.exercises import Exercise, Probe
+from grader.spec.messages import say
 from grader.spec.registry import GRADCHECKED, gradchecked  # noqa: F401 (observe.gradchecked: the judge asks the same)
 from grader.spec.vectors import (  # noqa: F401 (the probe's vectors, also read as observe.<name>)
     BATCH, batched, grad_output, requires_grad_patterns, second_vectors, tangents,
@@ -100,7 +101,7 @@ def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
             out = fn(*inputs)
     except Exception as exc:
-        return {"error": error_info(exc, "running forward")}, None, None
+        return {"error": error_info(exc, say("stage_running_forward"))}, None, None
     extra: Obs = {}
     if len(ex.outputs) > 1:  # e.g. (values, indices): the first is the one derivatives are checked on
         if not (isinstance(out, (tuple, list)) and len(out) == len(ex.outputs)
@@ -169,7 +170,7 @@ def raw_backward(probe: Probe, out: torch.Tensor, node: Any, v: torch.Tensor) ->
         try:
             outputs = cls.apply(*probe.fresh())  # to learn how many outputs the Function has
         except Exception as exc:
-            return {"error": error_info(exc, "running forward")}
+            return {"error": error_info(exc, say("stage_running_forward"))}
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         grads = [torch.zeros_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
     grads[out.output_nr if out.grad_fn is node else 0] = v
@@ -177,7 +178,7 @@ def raw_backward(probe: Probe, out: torch.Tensor, node: Any, v: torch.Tensor) ->
         with torch.no_grad():
             raw = type(node).apply(node, *grads)  # the student's backward, through torch's (guarded) entry point
     except Exception as exc:
-        return {"error": error_info(exc, f"calling {cls.__name__}.backward")}
+        return {"error": error_info(exc, say("stage_calling_backward", cls=cls.__name__))}
     raw = raw if isinstance(raw, tuple) else (raw,)
     return {"cls": cls.__name__, "grads": _grads(raw)}
 
@@ -198,7 +199,8 @@ def run_gradcheck(fn: Callable[..., Any], inputs: tuple[Any, ...], second: bool)
     except GradcheckError as err:
         return {"ok": False, "detail": dx._short(str(err), 200).rstrip(",") + "."}
     except Exception as exc:
-        return {"ok": False, "error": error_info(exc, "running gradgradcheck" if second else "running gradcheck")}
+        stage = say("stage_running_gradgradcheck" if second else "stage_running_gradcheck")
+        return {"ok": False, "error": error_info(exc, stage)}
     return {"ok": True}
 
 
@@ -221,7 +223,7 @@ def first_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe, gradch
     try:
         result["vjp"] = {"grads": _grads(torch.autograd.grad(out, _differentiable(inputs), v, allow_unused=True))}
     except Exception as exc:
-        result["vjp"] = {"error": error_info(exc, "running your backward")}
+        result["vjp"] = {"error": error_info(exc, say("stage_running_backward"))}
         return result
     if gradcheck:
         result["gradcheck"] = run_gradcheck(fn, probe.fresh(), second=False)
@@ -256,7 +258,7 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe, gradc
     try:
         grads = torch.autograd.grad(out, diff, v, create_graph=True, allow_unused=True)
     except Exception as exc:
-        result["first"] = {"error": error_info(exc, "running your backward with create_graph=True")}
+        result["first"] = {"error": error_info(exc, say("stage_backward_create_graph"))}
         return result
     first: Obs = {"grads": _grads(grads), "tracked": [g is not None and g.requires_grad for g in grads]}
     if ex.backward_classes:
@@ -273,7 +275,7 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe, gradc
         second = (torch.autograd.grad([g for g, _ in tracked], targets, [uk for _, uk in tracked], allow_unused=True)
                   if tracked else [None] * len(targets))
     except Exception as exc:
-        result["second"] = {"error": error_info(exc, "differentiating your backward (double backward)")}
+        result["second"] = {"error": error_info(exc, say("stage_double_backward"))}
         return result
     result["second"] = {"grads": _grads(second)}
     if ex.id == "sinh":
@@ -293,7 +295,7 @@ def _pattern_observation(ex: Exercise, fn: Callable[..., Any], probe: Probe, pat
     try:
         grads = torch.autograd.grad(out, _differentiable(inputs), v, allow_unused=True, retain_graph=True)
     except Exception as exc:
-        result["vjp"] = {"error": error_info(exc, "running backward when only some inputs require grad")}
+        result["vjp"] = {"error": error_info(exc, say("stage_some_inputs_require_grad"))}
         return result
     result["vjp"] = {"grads": _grads(grads)}
     cls = node_class(node)
@@ -301,7 +303,7 @@ def _pattern_observation(ex: Exercise, fn: Callable[..., Any], probe: Probe, pat
         with torch.no_grad():
             raw = type(node).apply(node, *_one_hot(node, out, v))  # the student's backward via torch's guarded entry; graph retained
     except Exception as exc:
-        result["raw"] = {"error": error_info(exc, f"calling {cls.__name__}.backward")}
+        result["raw"] = {"error": error_info(exc, say("stage_calling_backward", cls=cls.__name__))}
         return result
     raw = raw if isinstance(raw, tuple) else (raw,)
     result["raw"] = {"cls": cls.__name__, "grads": _grads(raw)}
@@ -331,7 +333,7 @@ def structure(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
                 {"cls": node_class(n).__name__, "ctx_attrs": dx.tensor_attributes(n)} if n is not None else None
                 for n in nodes]
         except Exception as exc:
-            result["backward_nodes"] = {"error": error_info(exc, "running your backward with create_graph=True")}
+            result["backward_nodes"] = {"error": error_info(exc, say("stage_backward_create_graph"))}
     if len(ex.input_names) > 1:
         result["patterns"] = [_pattern_observation(ex, fn, probe, p) for p in requires_grad_patterns(probe)]
     return result
@@ -359,7 +361,7 @@ def forward_mode(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
         _, jvp_out = torch.func.jvp(lambda *xs: _first(fn(*xs)), primals, directions)
         result["func_jvp"] = {"value": _tensor_or_kind(jvp_out)}
     except Exception as exc:
-        result["func_jvp"] = {"error": error_info(exc, "running torch.func.jvp over your Function")}
+        result["func_jvp"] = {"error": error_info(exc, say("stage_func_jvp"))}
     try:
         with forward_ad.dual_level():
             duals = [forward_ad.make_dual(x, t) for x, t in zip(primals, directions)]
@@ -367,7 +369,7 @@ def forward_mode(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
             tangent = forward_ad.unpack_dual(y).tangent if isinstance(y, torch.Tensor) else None
             result["dual"] = {"tangent": detached(tangent)}
     except Exception as exc:
-        result["dual"] = {"error": error_info(exc, "running your Function on forward_ad dual tensors")}
+        result["dual"] = {"error": error_info(exc, say("stage_dual_tensors"))}
     return result
 
 
@@ -380,18 +382,17 @@ def vmap(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
     try:
         result["vmap"] = {"value": _tensor_or_kind(_first(torch.func.vmap(fn)(*stacked)))}
     except Exception as exc:
-        result["vmap"] = {"error": error_info(exc, "running torch.func.vmap over your Function")}
+        result["vmap"] = {"error": error_info(exc, say("stage_vmap"))}
     try:
         rows = [_first(fn(*(x[i] for x in stacked))) for i in range(BATCH)]
         result["loop"] = {"value": detached(torch.stack(rows))}
     except Exception as exc:
-        result["loop"] = {"error": error_info(exc, "running your Function on one sample at a time")}
+        result["loop"] = {"error": error_info(exc, say("stage_one_sample_at_a_time"))}
     try:
         per_sample = torch.func.vmap(torch.func.grad(lambda *xs: _first(fn(*xs)).sum()))(*stacked)
         result["vmap_grad"] = {"value": _tensor_or_kind(per_sample)}
     except Exception as exc:
-        result["vmap_grad"] = {"error": error_info(exc, "running torch.func.vmap(torch.func.grad(...)) over your "
-                                                        "Function")}
+        result["vmap_grad"] = {"error": error_info(exc, say("stage_vmap_grad"))}
     return result
 
 

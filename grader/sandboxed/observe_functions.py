@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from grader.spec.function_probes import _BatchProbe, _ElementwiseProbe, _HvpProbe, _PenaltyProbe, _VjpProbe, _leaf, grader_penalty
+from grader.spec.messages import say
 from grader.spec.functions import _MAX_ITEMS, Obs, _first_line, _text, _type_name, arguments, spec_of
 
 MAX_CALLS = 50  # calls of a probe function recorded (an HVP calls f once or twice)
@@ -62,7 +63,7 @@ def _student_line(exc: BaseException) -> str | None:
         if path.startswith(_SKIP_DIRS):
             continue
         code = (frame.line or "").strip()
-        return f"line {frame.lineno}: {code}" if code else f"line {frame.lineno}"
+        return say("code_at_line", line=frame.lineno, code=code) if code else say("at_line_only", line=frame.lineno)
     return None
 
 

@@ -13,6 +13,8 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
+from grader.spec.messages import EN, heading_in, say
+
 Shape = tuple[int, ...]
 
 # PyTorch's forward-mode levels are one per process, not per thread (forward_ad._current_level, and the C++ list of
@@ -69,7 +71,7 @@ class Probe:
     inputs: tuple[Input, ...]
     names: tuple[str, ...]
     seed: int
-    note: str = ""  # how the call differs from the usual one, e.g. "called as apply(input, weight)"
+    note: str = ""  # how the call differs from the usual one: a key of grader.spec.messages, e.g. probe_without_bias
 
     @property
     def dtype(self) -> torch.dtype:
@@ -84,8 +86,8 @@ class Probe:
             else:
                 parts.append(f"{name}={value!r}")
         if self.note:
-            parts.append(self.note)
-        return ", ".join(parts) + f" ({str(self.dtype).removeprefix('torch.')}, seed {self.seed})"
+            parts.append(say(self.note) if self.note in EN else self.note)
+        return say("probe_seed", parts=", ".join(parts), dtype=str(self.dtype).removeprefix('torch.'), seed=self.seed)
 
     def fresh(self) -> tuple[Input, ...]:
         """Leaf copies of the inputs (same values), so each call builds its own graph."""
@@ -136,11 +138,13 @@ class Exercise:
         """Where the notebooks teach what ``mistake`` (or else ``check``) is about, e.g. '"7. ..." in 02_...'."""
         own = self.sections.get(mistake) or self.sections.get(check)
         if own:
-            return f'"{own}"'
+            return say("section_here", heading=heading_in(own))
         notebook, heading = SECTIONS.get(mistake, (self.notebook, self.sections.get("default", "")))
         if not heading:
             return ""
-        return f'"{heading}"' + ("" if notebook == self.notebook else f" in {notebook}")
+        if notebook == self.notebook:
+            return say("section_here", heading=heading_in(heading))
+        return say("section_in_notebook", heading=heading_in(heading), notebook=notebook)
 
 
 def _values(shape: Shape, seed: int, low: float = 0.3, high: float = 1.4) -> torch.Tensor:
@@ -174,7 +178,7 @@ def _unary_extras(name: str, large: bool = False, huge: bool = False) -> Callabl
             probes.append(Probe((_values((4,), seed + 1, low=16.0, high=18.0).requires_grad_(),), (name,), seed + 1))
         if huge:
             probes.append(Probe((_values((6,), seed + 2, low=200.0, high=1000.0).requires_grad_(),), (name,), seed + 2,
-                                "large values, |x| in [200, 1000]"))
+                                "probe_huge_values"))
         return probes
 
     return make
@@ -190,7 +194,7 @@ def _linear_extras(seed: int) -> list[Probe]:
     """float32; `LinearFunction.apply(x, w)` with two arguments (its docstring promises it); out_features = 1."""
     float32 = _in_dtype(_linear_probes((3, 4, 2), seed)[0], torch.float32)
     x, w, _ = _linear_probes((3, 4, 2), seed + 1)[0].inputs
-    two_arguments = Probe((x, w), ("input", "weight"), seed + 1, "called as apply(input, weight), without bias")
+    two_arguments = Probe((x, w), ("input", "weight"), seed + 1, "probe_without_bias")
     return [float32, two_arguments, *_linear_probes((5, 3, 1), seed + 2)]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,9 @@ class Finding:
     section: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
     code: str = ""  # the student's line that raised, if any
+    # the language it is said in: the one current where the check failed (its probe and where are said in it too),
+    # whenever and wherever it is rendered (IPython renders a notebook's error after the check returned)
+    language: str = field(default_factory=messages.current)
 
     def _format(self, template: str) -> str:
         values = {"exercise": self.exercise, **self.fields}
@@ -42,30 +46,34 @@ class Finding:
 
     @property
     def title(self) -> str:
-        return self._format(messages.message(self.mistake).title)
+        return self._format(messages.message(self.mistake, self.language).title)
 
     @property
     def hint(self) -> str:
         # A hint that points at "the line shown above" has a variant for when no line is shown.
         if not self.code and f"{self.mistake}_no_line" in messages.EN:
-            return self._format(messages.message(f"{self.mistake}_no_line").hint)
-        return self._format(messages.message(self.mistake).hint)
+            return self._format(messages.message(f"{self.mistake}_no_line", self.language).hint)
+        return self._format(messages.message(self.mistake, self.language).hint)
 
     def render(self) -> str:
+        with messages.using(self.language):
+            return self._render()
+
+    def _render(self) -> str:
         lines = [f"✗ {check_label(self.exercise, self.check)}: {self.title}"]
         if self.code:
-            lines.append(f"  in your code: {self.code}")
+            lines.append(_labelled("label_code", self.code))
         if self.where:
-            lines.append(f"  where:    {self.where}")
+            lines.append(_labelled("label_where", self.where))
         if self.probe:
-            lines.append(f"  probe:    {self.probe}")
+            lines.append(_labelled("label_probe", self.probe))
         if self.expected is not None or self.received is not None:
-            lines.append(f"  expected: {self.expected}")
-            lines.append(f"  received: {self.received}")
+            lines.append(_labelled("label_expected", self.expected))
+            lines.append(_labelled("label_received", self.received))
         hint = self.hint
         if self.section:
-            hint += f" (See section {self.section}.)"
-        lines.append(f"  hint:     {hint}")
+            hint = messages.say("hint_and_section", hint=hint, section=self.section)
+        lines.append(_labelled("label_hint", hint))
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
@@ -105,6 +113,20 @@ class CheckFailed(AssertionError):
             return student_traceback(text)
 
 
+LABEL_COLUMNS = 10  # "  where:    ...": a line's text starts 10 columns after its indent
+
+
+def _labelled(label: str, value: object) -> str:
+    """'  where:    {value}': the label (in the current language), padded to ``LABEL_COLUMNS`` display columns."""
+    text = messages.say(label)
+    return f"  {text}{' ' * max(1, LABEL_COLUMNS - display_width(text))}{value}"
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal or a notebook's monospace output: CJK characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
 def check_name(check: str) -> str:
     """A check as its verdict lines name it: notebook 2-4's ``forward``, notebook 1 and 4's ``check_hvp`` as ``hvp``
     (one style in every label: "softplus · forward", "hvp · hvp_forward_over_reverse")."""
@@ -119,7 +141,8 @@ def check_label(exercise: str, check: str) -> str:
 # nbgrader validate prints each line of an error's traceback indented by 4 spaces and cuts it at 87
 # characters (Validator.width = 90): the lines shown to a student are wrapped to fit whole.
 RENDER_WIDTH = 83
-_LABEL = re.compile(r" {2}[a-z][a-z ]*?:\s+")  # "  hint:     ", "  in your code: "
+# "  hint:     ", "  in your code: ", "  提示：    "
+_LABEL = re.compile(r" {2}(?:[a-z][a-z ]*?:\s+|[^\W\d_a-zA-Z]{1,8}：\s*)")
 _HEADLINE = "AssertionError: ✗ "  # a headline's continuation lines start under its text
 
 
@@ -134,14 +157,48 @@ def student_traceback(text: str, width: int = RENDER_WIDTH) -> list[str]:
         if k == 0:
             line = "AssertionError: " + line.lstrip()
         label = _LABEL.match(line) if k else None
-        indent = " " * (label.end() if label and label.end() < width // 2 else len(_HEADLINE) if k == 0 else 2)
-        if len(line) <= width:
+        columns = display_width(line[:label.end()]) if label else 0
+        indent = " " * (columns if label and columns < width // 2 else len(_HEADLINE) if k == 0 else 2)
+        if display_width(line) <= width:
             rendered.append(line)
+            continue
+        if len(line) != display_width(line):  # wide (CJK) characters: wrapped by the columns they take
+            rendered.extend(_wrap_columns(line, width, indent))
             continue
         rendered.extend(textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=True,
                                       break_on_hyphens=False) or [line[:width]])
     rendered[0] = "\x1b[0;31mAssertionError\x1b[0m" + rendered[0][len("AssertionError"):]
     return rendered
+
+
+_OPENING = "（“‘《「【"
+
+
+def _wrap_columns(line: str, width: int, indent: str) -> list[str]:
+    """``line`` cut into lines of at most ``width`` display columns, continuations starting with ``indent``: between
+    words where there are spaces, anywhere between two wide characters (Chinese has no spaces between words)."""
+    tokens = re.findall(r"\s+|[^\s\u2e80-\u9fff\uff00-\uffef\u3000-\u303f]+|.", line)
+    lines: list[str] = []
+    current, used = "", 0
+    for token in tokens:
+        size = display_width(token)
+        if current and used + size > width and not token.isspace():
+            carried = current[-1] if current[-1] in _OPENING and current.strip() != current[-1] else ""
+            lines.append(current[:len(current) - len(carried)].rstrip())  # (no line ends with an opening bracket)
+            current, used = indent + carried, len(indent) + display_width(carried)
+        if token.isspace() and current == indent:
+            continue
+        while used + size > width and len(token) > 1:  # a word longer than a whole line: cut it
+            room = max(1, width - used)
+            head = token[:room]
+            lines.append(current + head)
+            token, current, used = token[room:], indent, len(indent)
+            size = display_width(token)
+        current += token
+        used += size
+    if current.strip():
+        lines.append(current.rstrip())
+    return lines or [line]
 
 
 # --- exceptions raised by the student's code ---------------------------------------------------

@@ -14,7 +14,16 @@ import torch
 from torch.autograd.functional import hessian, jacobian
 
 from grader.spec.exercises import _softplus
+from grader.spec.messages import say
 from grader.spec.tolerances import FUNCTION_ATOL as ATOL, FUNCTION_RTOL as RTOL  # noqa: F401 (function_fields._close)
+
+# A probe's description is a sentence the student reads (the "probe:" line): written in the notebook's language.
+
+
+def _of_shape(name: str, *shape: int) -> str:
+    """'x of shape (3,)'."""
+    return say("of_shape", name=name, shape=tuple(shape))
+
 
 DTYPE = torch.float64
 
@@ -48,11 +57,12 @@ def _vjp_probes(sizes: Sequence[int], seed: int) -> list[_VjpProbe]:
     probes: list[_VjpProbe] = []
     for n in sizes:
         x = _rand(gen, n)
-        probes.append(_VjpProbe(f"f(x) = sin(x) * x, x of shape ({n},)", lambda t: torch.sin(t) * t, x, _rand(gen, n)))
+        probes.append(_VjpProbe(say("probe_formula", formula="f(x) = sin(x) * x", x=_of_shape("x", n)),
+                                lambda t: torch.sin(t) * t, x, _rand(gen, n)))
         a = _rand(gen, n + 2, n)
         probes.append(
             _VjpProbe(
-                f"f(x) = A @ tanh(x) with A of shape ({n + 2}, {n}), x of shape ({n},)",
+                say("probe_formula_with", formula="f(x) = A @ tanh(x)", a=_of_shape("A", n + 2, n), x=_of_shape("x", n)),
                 lambda t, a=a: a @ torch.tanh(t),
                 _rand(gen, n),
                 _rand(gen, n + 2),
@@ -61,7 +71,7 @@ def _vjp_probes(sizes: Sequence[int], seed: int) -> list[_VjpProbe]:
         b = _rand(gen, n, 4)
         probes.append(
             _VjpProbe(
-                f"f(x) = (x ** 2) @ B with B of shape ({n}, 4), x of shape (2, {n})",
+                say("probe_formula_with", formula="f(x) = (x ** 2) @ B", a=_of_shape("B", n, 4), x=_of_shape("x", 2, n)),
                 lambda t, b=b: (t**2) @ b,
                 _rand(gen, 2, n),
                 _rand(gen, 2, 4),
@@ -129,7 +139,7 @@ def _batch_probes(sizes: Sequence[int], n_batches: int, seed: int) -> list[_Batc
                 batches.append((features, targets))
             probes.append(
                 _BatchProbe(
-                    f"loss_fn(w, (X, y)) = {name}, w of shape ({n},), {n_batches} batches",
+                    say("probe_batches", name=name, w=_of_shape("w", n), n_batches=n_batches),
                     loss_fn,
                     _rand(gen, n),
                     tuple(batches),
@@ -178,16 +188,19 @@ def _second_probes(sizes: Sequence[int], seed: int) -> list[_ElementwiseProbe]:
     probes = []
     for n in sizes:
         for name, f in _ELEMENTWISE:
-            probes.append(_ElementwiseProbe(f"f(x) = {name}, x of shape ({n},)", f, _rand(gen, n)))
+            probes.append(_ElementwiseProbe(say("probe_formula", formula=f"f(x) = {name}", x=_of_shape("x", n)), f,
+                                            _rand(gen, n)))
     return probes
 
 
 def _general_probes(sizes: Sequence[int], seed: int) -> list[_ElementwiseProbe]:
     gen = torch.Generator().manual_seed(seed)
-    probes = [_ElementwiseProbe("f(x) = x ** 3, x = 2.0 (a 0-d tensor)", _ELEMENTWISE[0][1], torch.tensor(2.0, dtype=DTYPE))]
+    probes = [_ElementwiseProbe(say("probe_zero_d"), _ELEMENTWISE[0][1], torch.tensor(2.0, dtype=DTYPE))]
     for n in sizes:
-        probes.append(_ElementwiseProbe(f"f(x) = sin(x) * x, x of shape (2, {n})", _ELEMENTWISE[1][1], _rand(gen, 2, n)))
-        probes.append(_ElementwiseProbe(f"f(x) = exp(-x ** 2), x of shape ({n}, 1, 2)", _ELEMENTWISE[2][1], _rand(gen, n, 1, 2)))
+        probes.append(_ElementwiseProbe(say("probe_formula", formula="f(x) = sin(x) * x", x=_of_shape("x", 2, n)),
+                                        _ELEMENTWISE[1][1], _rand(gen, 2, n)))
+        probes.append(_ElementwiseProbe(say("probe_formula", formula="f(x) = exp(-x ** 2)", x=_of_shape("x", n, 1, 2)),
+                                        _ELEMENTWISE[2][1], _rand(gen, n, 1, 2)))
     return probes
 
 
@@ -238,16 +251,16 @@ def _hvp_probes(sizes: Sequence[int], seed: int, forward_mode: bool = False) -> 
     probes: list[_HvpProbe] = []
     for n in sizes:
         n = max(int(n), 2)
-        probes.append(_HvpProbe(f"f(x) = sum(sin(x) * x²), x of shape ({n},)",
+        probes.append(_HvpProbe(say("probe_formula", formula="f(x) = sum(sin(x) * x²)", x=_of_shape("x", n)),
                                 lambda ops: lambda t: (torch.sin(t) * t**2).sum(), _rand(gen, n), _rand(gen, n)))
-        probes.append(_HvpProbe(f"f(x) = Rosenbrock's function, x of shape ({n},)",
+        probes.append(_HvpProbe(say("probe_rosenbrock", x=_of_shape("x", n)),
                                 lambda ops: lambda t: (100 * (t[1:] - t[:-1] ** 2) ** 2 + (1 - t[:-1]) ** 2).sum(),
                                 _rand(gen, n, low=-1.5, high=1.5), _rand(gen, n)))
         a = _rand(gen, n + 1, n)
-        probes.append(_HvpProbe(f"f(x) = logsumexp(A @ x), A of shape ({n + 1}, {n})",
+        probes.append(_HvpProbe(say("probe_formula", formula="f(x) = logsumexp(A @ x)", x=_of_shape("A", n + 1, n)),
                                 lambda ops, a=a: lambda t: torch.logsumexp(a @ t, dim=0), _rand(gen, n), _rand(gen, n)))
         b, c = _rand(gen, n + 2, n), _rand(gen, n + 2)
-        probes.append(_HvpProbe(f"f(x) = sum(c * Softplus(B @ x)) with your Softplus, B of shape ({n + 2}, {n})",
+        probes.append(_HvpProbe(say("probe_softplus", b=_of_shape("B", n + 2, n)),
                                 lambda ops, b=b, c=c: lambda t: (c * ops["Softplus"](b @ t)).sum(),
                                 _rand(gen, n), _rand(gen, n), uses=("Softplus",), forward_mode=forward_mode))
         if forward_mode:
@@ -256,7 +269,7 @@ def _hvp_probes(sizes: Sequence[int], seed: int, forward_mode: bool = False) -> 
         # (NumPy inside), and torch.autograd.functional.hvp, a correct answer, differentiates three times.
         for name in ("Square", "Exp", "Sinh"):
             d = _rand(gen, n)
-            probes.append(_HvpProbe(f"f(x) = sum(d * {name}(x)) with your {name} from notebook 3, x of shape ({n},)",
+            probes.append(_HvpProbe(say("probe_own_function", name=name, x=_of_shape("x", n)),
                                     lambda ops, d=d, name=name: lambda t: (d * ops[name](t)).sum(),
                                     _rand(gen, n, low=-1.0, high=1.0), _rand(gen, n), uses=(name,), optional=True))
     return probes
@@ -291,21 +304,21 @@ def _penalty_probes(sizes: Sequence[int], seed: int) -> list[_PenaltyProbe]:
     batch, features = int(sizes[0]), int(sizes[1]) if len(sizes) > 1 else 3
     hidden = 3
     return [
-        _PenaltyProbe(f"f(w, x) = 2 * tanh(x @ w), x of shape ({batch}, {features})",
+        _PenaltyProbe(say("probe_formula", formula="f(w, x) = 2 * tanh(x @ w)", x=_of_shape("x", batch, features)),
                       lambda ops: lambda w, x: 2 * torch.tanh(x @ w),
                       _rand(gen, features), _rand(gen, batch, features)),
-        _PenaltyProbe(f"f(w, x) = sum((w * x)², dim=1) + sin(x @ w), x of shape ({batch}, {features})",
+        _PenaltyProbe(say("probe_formula", formula="f(w, x) = sum((w * x)², dim=1) + sin(x @ w)",
+                          x=_of_shape("x", batch, features)),
                       lambda ops: lambda w, x: ((w * x) ** 2).sum(1) + torch.sin(x @ w),
                       _rand(gen, features, low=-0.8, high=0.8), _rand(gen, batch, features)),
-        _PenaltyProbe(f"f(w, x) = Softplus(x @ W1ᵀ) @ w2 with your Softplus (w = W1 ({hidden}, {features}) and w2 "
-                      f"({hidden},) flattened into one vector), x of shape ({batch}, {features})",
+        _PenaltyProbe(say("probe_penalty_softplus", w1=(hidden, features), w2=(hidden,),
+                          x=_of_shape("x", batch, features)),
                       lambda ops: lambda w, x: ops["Softplus"](x @ w[:hidden * features].reshape(hidden, features).T)
                       @ w[hidden * features:],
                       _rand(gen, hidden * features + hidden), _rand(gen, batch, features), uses=("Softplus",)),
         # Image-shaped samples [B, C, H, W]: each sample's gradient has several dimensions, and its norm is taken over
         # all of them (a norm over dimension 1 alone is the same as the flattened one only for 2-D x).
-        _PenaltyProbe(f"f(w, x) = 2 * tanh(sum(w * x) over each sample's (2, 2, {features})), x of shape "
-                      f"({batch}, 2, 2, {features}) (images: [B, C, H, W])",
+        _PenaltyProbe(say("probe_penalty_images", sample=(2, 2, features), x=_of_shape("x", batch, 2, 2, features)),
                       lambda ops: lambda w, x: 2 * torch.tanh((w * x).flatten(1).sum(1)),
                       _rand(gen, 2, 2, features, low=-0.8, high=0.8), _rand(gen, batch, 2, 2, features)),
     ]

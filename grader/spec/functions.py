@@ -146,7 +146,9 @@ def section(exercise: str, mistake: str) -> str:
     """The notebook section a finding points to, quoted as ``grader.checks`` does ('' for grader problems)."""
     if mistake in _NOT_ABOUT_THE_ANSWER:
         return ""
-    return f'"{MISTAKE_SECTIONS.get(mistake, SECTIONS[exercise])}"'
+    from grader.spec.messages import heading_in, say
+
+    return say("section_here", heading=heading_in(MISTAKE_SECTIONS.get(mistake, SECTIONS[exercise])))
 
 
 # A matrix product whose shapes do not line up (v @ J with J of shape f(x).shape + x.shape), as PyTorch words it.

@@ -3,13 +3,22 @@
 A mistake id maps to a one-sentence ``title`` (what is wrong) and a ``hint``
 (what to do). Both are ``str.format`` templates over the fields a finding
 carries (``{exercise}``, ``{name}``, ``{factor}``, ...). To add a language, add
-a table to ``TABLES`` and set ``LANGUAGE``; the checks never hold prose.
+a table to ``TABLES`` (from its catalogue); the checks never hold prose. Which language a sentence is said in is
+chosen per notebook (``using``, ``choose``, ``current``): by the grading path from the notebook's metadata, in the
+sandbox from its plan, in the student's kernel from the notebook it runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import json
+import os
+import sys
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Mapping
+from pathlib import Path
+from typing import Any, Iterator, Mapping
 
 from grader.spec import messages_zh
 
@@ -837,6 +846,142 @@ EN.update({
     ),
 })
 
+# --- pieces of the sentences above and the lines around them: labels, success lines, phrases filled into fields ---
+# (one sentence a student reads may be built from several; each piece is here so that it can be said in Chinese).
+# Pieces have no hint, and need not start like a sentence.
+PIECES: dict[str, Message] = {
+    # a failed check's diagnosis (grader.spec.findings.Finding.render): the labels of its lines, its section note
+    "label_code": Message("in your code:", ""),
+    "label_where": Message("where:", ""),
+    "label_probe": Message("probe:", ""),
+    "label_expected": Message("expected:", ""),
+    "label_received": Message("received:", ""),
+    "label_hint": Message("hint:", ""),
+    "hint_and_section": Message("{hint} (See section {section}.)", ""),
+    "section_here": Message('"{heading}"', ""),
+    "section_in_notebook": Message('"{heading}" in {notebook}', ""),
+    # grading a test cell (grader.judge.runner)
+    "hidden_check_label": Message("[hidden check, other inputs]", ""),
+    "same_as_above": Message("{headline} (same as above)", ""),
+    "two_sentences": Message("{first} {second}", ""),
+    "at_line": Message("at line {line}", ""),
+    # the student's line that raised (a finding's "in your code:" line), as the sandbox found it
+    "code_in_function": Message("{name}, line {line}: {code}", ""),
+    "line_in_function": Message("{name}, line {line}", ""),
+    "code_at_line": Message("line {line}: {code}", ""),
+    "at_line_only": Message("line {line}", ""),
+    # a passed check's ✓ line: "✓ square · forward: {summary} on 4 probes"
+    "passed_probes": Message("{summary} on {count} probes", ""),
+    "passed_one_probe": Message("{summary} on {count} probe", ""),
+    "summary_forward": Message("{formula} matches PyTorch", ""),
+    "summary_first_derivatives": Message("gradients match PyTorch's and gradcheck passes", ""),
+    "summary_second_derivatives": Message("second derivatives match PyTorch's and gradgradcheck passes", ""),
+    "summary_structure": Message("a real custom Function; tensors saved with save_for_backward", ""),
+    "summary_forward_mode": Message("jvp matches PyTorch's through torch.func.jvp and dual tensors", ""),
+    "summary_vmap": Message("vmap matches a loop over {batch} samples, and vmap(grad(...)) gives per-sample gradients",
+                            ""),
+    "summary_check_vjp": Message("vjp: matches vᵀJ on {n} probes", ""),
+    "summary_check_vjp_keeps_grad": Message("vjp: x.grad left untouched and vᵀJ correct on {n} probes", ""),
+    "summary_check_mean_gradient": Message("accumulate: mean gradient correct, one backward per batch, on {n} probes",
+                                           ""),
+    "summary_check_mean_gradient_stale": Message("accumulate: stale w.grad ignored on {n} probes", ""),
+    "summary_check_mean_gradient_copy": Message("accumulate: returns its own copy, not w.grad, on {n} probes", ""),
+    "summary_check_second_derivative": Message("secondderiv: matches f''(x) on {n} probes", ""),
+    "summary_check_second_derivative_general": Message(
+        "secondderiv: any shape (0-d to 3-d) and x.grad untouched, on {n} probes", ""),
+    "summary_check_hvp": Message("hvp: H v by double backward matches PyTorch's Hessian on {n} probes", ""),
+    "summary_check_hvp_forward_over_reverse": Message(
+        "hvp_forward: H v by forward-over-reverse matches PyTorch's Hessian on {n} probes", ""),
+    "summary_check_penalty_value": Message("gradient_penalty: value matches PyTorch's on {n} probes", ""),
+    "summary_check_penalty_gradient": Message(
+        "gradient_penalty: its gradient with respect to w matches PyTorch's (double backward) on {n} probes", ""),
+    # what the student's code was doing when it raised: filled into raised_error's {stage}
+    "stage_running_code": Message("running your code", ""),
+    "stage_running_forward": Message("running forward", ""),
+    "stage_calling_backward": Message("calling {cls}.backward", ""),
+    "stage_running_gradcheck": Message("running gradcheck", ""),
+    "stage_running_gradgradcheck": Message("running gradgradcheck", ""),
+    "stage_running_backward": Message("running your backward", ""),
+    "stage_backward_create_graph": Message("running your backward with create_graph=True", ""),
+    "stage_double_backward": Message("differentiating your backward (double backward)", ""),
+    "stage_some_inputs_require_grad": Message("running backward when only some inputs require grad", ""),
+    "stage_func_jvp": Message("running torch.func.jvp over your Function", ""),
+    "stage_dual_tensors": Message("running your Function on forward_ad dual tensors", ""),
+    "stage_vmap": Message("running torch.func.vmap over your Function", ""),
+    "stage_one_sample_at_a_time": Message("running your Function on one sample at a time", ""),
+    "stage_vmap_grad": Message("running torch.func.vmap(torch.func.grad(...)) over your Function", ""),
+    "stage_running_function": Message("running {signature}", ""),
+    "gradient_not_a_tensor": Message("the gradient for `{name}` is a {type}, not a tensor", ""),
+    # where a value differs (a finding's "where:" line)
+    "where_at": Message("{what} at {where}", ""),
+    "where_gradient": Message("gradient for `{name}`", ""),
+    "where_second_derivative": Message("d(your gradient)/d{name}", ""),
+    "where_jvp": Message("jvp through {how}", ""),
+    "a_dual_tensor": Message("a dual tensor", ""),
+    "where_vmap_result": Message("vmap's result", ""),
+    "where_per_sample_gradient": Message("per-sample gradient", ""),
+    "where_a_vmap_sample": Message("one of the samples vmap maps over", ""),
+    "scalar": Message("(scalar)", ""),
+    "a_large_value": Message("a large value", ""),
+    "your_function": Message("your function", ""),
+    "pytorch_own_op": Message("{found} (an op of PyTorch's own)", ""),
+    "input_number": Message("input {index}", ""),
+    # expected / received, in words
+    "shape_value": Message("shape {shape}", ""),
+    "shape_transpose_right": Message("shape {shape}, its transpose is right", ""),
+    "a_tensor_of_shape": Message("a tensor of shape {shape}", ""),
+    "a_torch_tensor_of_shape": Message("a torch.Tensor of shape {shape}", ""),
+    "a_plain_tensor_of_shape": Message("a plain torch.Tensor of shape {shape}", ""),
+    "a_kind": Message("a {kind}", ""),
+    "a_kind_of": Message("a {kind} ({items})", ""),
+    "a_float64_tensor": Message("a float64 tensor", ""),
+    "a_dtype_tensor": Message("a {dtype} tensor", ""),
+    "a_tensor": Message("a tensor", ""),
+    "a_gradient": Message("a gradient", ""),
+    "changed_by_your_function": Message("changed by your function", ""),
+    "after_zeroing_w_grad": Message("{where} after w.grad.zero_()", ""),
+    # a probe, as the "probe:" line describes it
+    "probe_seed": Message("{parts} ({dtype}, seed {seed})", ""),
+    "probe_call": Message("{signature} with {probe}", ""),
+    "probe_without_bias": Message("called as apply(input, weight), without bias", ""),
+    "probe_huge_values": Message("large values, |x| in [200, 1000]", ""),
+    "of_shape": Message("{name} of shape {shape}", ""),
+    "probe_formula": Message("{formula}, {x}", ""),
+    "probe_formula_with": Message("{formula} with {a}, {x}", ""),
+    "probe_batches": Message("loss_fn(w, (X, y)) = {name}, {w}, {n_batches} batches", ""),
+    "probe_zero_d": Message("f(x) = x ** 3, x = 2.0 (a 0-d tensor)", ""),
+    "probe_rosenbrock": Message("f(x) = Rosenbrock's function, {x}", ""),
+    "probe_softplus": Message("f(x) = sum(c * Softplus(B @ x)) with your Softplus, {b}", ""),
+    "probe_own_function": Message("f(x) = sum(d * {name}(x)) with your {name} from notebook 3, {x}", ""),
+    "probe_penalty_softplus": Message(
+        "f(w, x) = Softplus(x @ W1ᵀ) @ w2 with your Softplus (w = W1 {w1} and w2 {w2} flattened into one vector), {x}",
+        ""),
+    "probe_penalty_images": Message(
+        "f(w, x) = 2 * tanh(sum(w * x) over each sample's {sample}), {x} (images: [B, C, H, W])", ""),
+    # incomplete observations: "the grader received 2 {what} for 3 {per}"
+    "obs_gradients": Message("gradients", ""),
+    "obs_inputs_requiring_grad": Message("inputs that require grad", ""),
+    "obs_first_derivatives": Message("first derivatives", ""),
+    "obs_entries_of": Message("entries of {key}", ""),
+    "obs_second_derivatives": Message("second derivatives", ""),
+    "obs_inputs_and_grad_output": Message("inputs and grad_output", ""),
+    "obs_requires_grad_flags": Message("requires_grad flags", ""),
+    "obs_backward_nodes": Message("backward nodes", ""),
+    "obs_requires_grad_patterns": Message("requires-grad patterns", ""),
+    "obs_probe": Message("probe", ""),
+    "obs_backward_source": Message("backward's source", ""),
+    "obs_once_differentiable": Message("whether backward is once_differentiable", ""),
+    "obs_function_style": Message("the Function's style", ""),
+    "obs_requires_grad_pattern": Message("the requires-grad pattern ({names})", ""),
+    # a probe through the student's own Function, not counted (grader.judge.second_order)
+    "unfit_not_implemented": Message("it still raises NotImplementedError", ""),
+    "unfit_not_implemented_because": Message("it still raises NotImplementedError ({text})", ""),
+    "unfit_wrong_result": Message("PyTorch's own recipe through it gives a wrong result", ""),
+    "one_of_your_functions": Message("one of your Functions", ""),
+    "title_then_hint": Message("{title}. {hint}", ""),
+}
+EN.update(PIECES)
+
 def _translated(table: Mapping[str, tuple[str, str]]) -> dict[str, Message]:
     return {key: Message(title, hint) for key, (title, hint) in table.items()}
 
@@ -844,15 +989,100 @@ def _translated(table: Mapping[str, tuple[str, str]]) -> dict[str, Message]:
 # Other languages come from the translation catalogues (i18n/<lang>/messages.po), compiled into spec modules by
 # `python -m grader.classroom.translation compile`; a key a catalogue lacks is said in English.
 TABLES: Mapping[str, Mapping[str, Message]] = {"en": EN, "zh": _translated(messages_zh.TABLE)}
-LANGUAGE = "en"
+LANGUAGE = "en"  # the language when nothing chose one (see ``current``)
+
+# The language of the notebook whose feedback is being written, chosen by the notebook itself (its metadata
+# ``autograd_course.language``, written by ``translation build``), never by the machine's locale. A context
+# variable, not a global: the trusted side judges several notebooks at once, each in a thread of its own, and a
+# value set in one thread (``using``) is that thread's alone.
+_CHOSEN: ContextVar[str | None] = ContextVar("grader_language", default=None)
+
+
+def normalize(language: object) -> str:
+    """A language of ``TABLES`` ('zh' for 'zh', 'zh-CN', 'zh_Hans'...), else English: the value may come from a
+    notebook's metadata, which the student can edit."""
+    if not isinstance(language, str):
+        return "en"
+    code = language.strip().lower().replace("_", "-").split("-", 1)[0]
+    return code if code in TABLES else "en"
+
+
+def language_of(notebook: Any) -> str:
+    """The language a notebook (an nbformat node or its JSON as a dict) asks its feedback in; English by default."""
+    try:
+        course = (notebook.get("metadata") or {}).get("autograd_course") or {}
+        return normalize(course.get("language") if isinstance(course, Mapping) else None)
+    except AttributeError:
+        return "en"
+
+
+@functools.lru_cache(maxsize=1)
+def _process_default() -> str:
+    """The language when no grading path chose one: $GRADER_LANGUAGE if set; else, in a Jupyter kernel, the
+    language of the notebook it runs (jupyter_server puts the notebook's path in $JPY_SESSION_NAME); else
+    English. Read once: the student's self-checks ask for every sentence."""
+    explicit = os.environ.get("GRADER_LANGUAGE", "").strip()
+    if explicit:
+        return normalize(explicit)
+    if "ipykernel" not in sys.modules:  # (a program a kernel started is not the notebook)
+        return LANGUAGE
+    session = os.environ.get("JPY_SESSION_NAME", "").strip()
+    if session:
+        path = Path(session)
+        if not path.is_absolute():  # (relative to the server's root: the kernel starts in the notebook's folder)
+            path = Path.cwd() / path.name
+        return _notebook_language(path) or LANGUAGE
+    if os.environ.get("NBGRADER_VALIDATING"):  # nbgrader validate's kernel runs in the notebook's folder, unnamed:
+        found = {_notebook_language(p) for p in sorted(Path.cwd().glob("*.ipynb"))[:50]}  # one release's notebooks
+        return found.pop() or LANGUAGE if len(found) == 1 else LANGUAGE
+    return LANGUAGE
+
+
+def _notebook_language(path: Path) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return language_of(json.load(f))
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def current() -> str:
+    """The language feedback is written in now: the one chosen for this context, else the process's default."""
+    return _CHOSEN.get() or _process_default()
+
+
+@contextlib.contextmanager
+def using(language: object) -> Iterator[str]:
+    """Write feedback in ``language`` inside the block (in this thread or task only)."""
+    token = _CHOSEN.set(normalize(language))
+    try:
+        yield _CHOSEN.get() or LANGUAGE
+    finally:
+        _CHOSEN.reset(token)
+
+
+def choose(language: object) -> str:
+    """Write feedback in ``language`` from now on, in this context (the sandboxed child, for its one notebook)."""
+    _CHOSEN.set(normalize(language))
+    return current()
 
 
 def message(mistake: str, language: str | None = None) -> Message:
-    """The message for ``mistake`` in ``language`` (default: ``LANGUAGE``), falling back to English."""
-    table = TABLES.get(language or LANGUAGE, EN)
+    """The message for ``mistake`` in ``language`` (default: ``current()``), falling back to English."""
+    table = TABLES.get(language or current(), EN)
     return table.get(mistake) or EN[mistake]
 
 
-def say(key: str, **fields: object) -> str:
+def say(key: str, /, **fields: object) -> str:
     """The title of ``key``, filled in: for notices that are one sentence."""
     return message(key).title.format(**fields)
+
+
+# A notebook section's heading in each language (English heading -> its translation, from the notebooks' catalogues,
+# compiled with the messages): a hint points at the section the student's own notebook shows.
+HEADINGS: Mapping[str, Mapping[str, str]] = {"zh": getattr(messages_zh, "HEADINGS", {})}
+
+
+def heading_in(heading: str, language: str | None = None) -> str:
+    """``heading`` (a section of the English notebooks) as the notebook in ``language`` (default: current) titles it."""
+    return HEADINGS.get(language or current(), {}).get(heading, heading)

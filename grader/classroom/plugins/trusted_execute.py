@@ -125,9 +125,11 @@ class TrustedExecute(NbGraderPreprocessor):
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         from grader.judge import runner
         from grader.isolation import sandbox
+        from grader.spec import messages
         from grader.spec.messages import say
 
         info = resources["nbgrader"]
+        language = messages.language_of(nb)  # the notebook's own: its verdicts and diagnoses are written in it
         name = f"{info['student']}/{info['assignment']}/{info['notebook']}"
         hide = self._hide(info["db_url"])
         key = (info["student"], info["assignment"], info["notebook"])
@@ -146,7 +148,7 @@ class TrustedExecute(NbGraderPreprocessor):
                                             self._instructor_sources(info["assignment"], info["notebook"]),
                                             policy=self.policy)
                 result = runner.grade_cells(name, cells, "the gradebook", self.timeout, self.allow_unsandboxed, hide,
-                                            _CLASSROOM.pool)
+                                            _CLASSROOM.pool, language=language)
         except (sandbox.SetupError, runner.SandboxRefused) as exc:
             # nbgrader would blame this student and go on to fail every other one: stop the run instead
             self.log.error("%s %s", *self.setup_problem("setup_failed_midway", current=info["student"],
@@ -160,7 +162,8 @@ class TrustedExecute(NbGraderPreprocessor):
                 if Path(folder).is_dir():
                     rmtree(folder)
             raise GradingStopped(1) from None
-        _write_verdicts(nb, result, self._course_root())
+        with messages.using(language):
+            _write_verdicts(nb, result, self._course_root())
         self._save(result, info)
         if result.flags:
             self.log.warning("%s", say("flagged_notebook", name=name, what=flags_text(result.flags)))
@@ -454,8 +457,12 @@ class _Feeder:
             return None
         name = f"{student}/{self.assignment}/{notebook_id}"
         # one file's problem stays with that file: nbgrader grades it on its own when it gets there
+        from grader.spec import messages
+
         try:
-            cells = runner.cells_to_run(read_submission(path), trusted[notebook_id],
+            submission = read_submission(path)
+            language = messages.language_of(submission)
+            cells = runner.cells_to_run(submission, trusted[notebook_id],
                                         self.plugin._instructor_sources(self.assignment, notebook_id),
                                         policy=self.plugin.policy)
         except UnreadableSubmission:
@@ -471,7 +478,7 @@ class _Feeder:
             expect(1)
         try:
             future = executor.submit(runner.grade_cells, name, cells, "the gradebook", self.plugin.timeout, False,
-                                     self.hide, pool)
+                                     self.hide, pool, language=language)
         except RuntimeError:  # shut down meanwhile
             if expect is not None:
                 expect(-1)
