@@ -132,7 +132,8 @@ def test_scores_end_with_the_flagged_line(tmp_path, monkeypatch, capsys):
     from grader.classroom import course
 
     plant_flags(tmp_path / "grader_results")
-    monkeypatch.setattr(course, "gradebook_scores", lambda db, assignment="autograd": {"s03": {"square": (2.0, 6.0)}})
+    monkeypatch.setattr(course, "class_scores", lambda db, assignments=course.ASSIGNMENTS: (
+        {"s03": {"square": (2.0, 6.0)}}, {"s03": "en"}))
     assert course.main(["scores", "--db", f"sqlite:///{tmp_path / 'gradebook.db'}"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-1] == f"2 submission(s) flagged for review: see {tmp_path / 'reports' / 'flags.csv'}"

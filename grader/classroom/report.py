@@ -192,19 +192,19 @@ def exercises_in(scores: Scores) -> list[str]:
 
 def write_csvs(scores: Scores, diagnoses: list[Diagnosis], out: Path,
                languages: dict[str, str] | None = None) -> tuple[Path, Path]:
-    """scores.csv (student, lang, a column per exercise, total, max) and diagnoses.csv; ``languages``: {student:
-    "en" or "zh"} (default: every student "en")."""
+    """scores.csv (student, a column per exercise, total, max, lang: the language of the notebooks handed in) and
+    diagnoses.csv; ``languages``: {student: "en" or "zh"} (default: every student "en")."""
     exercises = exercises_in(scores)
     languages = languages or {}
     scores_csv, diagnoses_csv = out / "scores.csv", out / "diagnoses.csv"
     with open(scores_csv, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", "lang", *map(csv_cell, exercises), "total", "max"])
+        writer.writerow(["student", *map(csv_cell, exercises), "total", "max", "lang"])
         for student in sorted(scores):
             row = scores[student]
-            writer.writerow([csv_cell(student), languages.get(student, "en"),
-                             *(f"{row[e][0]:g}" if e in row else "" for e in exercises),
-                             f"{sum(s for s, _ in row.values()):g}", f"{sum(m for _, m in row.values()):g}"])
+            writer.writerow([csv_cell(student), *(f"{row[e][0]:g}" if e in row else "" for e in exercises),
+                             f"{sum(s for s, _ in row.values()):g}", f"{sum(m for _, m in row.values()):g}",
+                             languages.get(student, "en")])
     with open(diagnoses_csv, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["exercise", "mistake", "students", "diagnosis", "who", "checks", "kind"])
@@ -285,9 +285,9 @@ def render_html(scores: Scores, diagnoses: list[Diagnosis], images: dict[str, st
     mistakes = [d for d in diagnoses if d.kind == "mistake"]
     diagnosis_rows = "".join(
         f"<tr><td>{esc(d.exercise)}</td><td><b>{d.count}</b></td><td>{esc(d.title)}<br><small><code>{esc(d.mistake)}</code>"
-        f" · {esc(', '.join(sorted(d.checks)))}</small></td><td>{esc(', '.join(sorted(d.students)))}</td></tr>"
+        f" · {esc(', '.join(sorted(d.checks)))}</small></td><td>{esc(_who(d.students, languages))}</td></tr>"
         for d in mistakes) or '<tr><td colspan="4">(no mistakes: every exercise attempted was right)</td></tr>'
-    apart = _apart_section([d for d in diagnoses if d.kind != "mistake"])
+    apart = _apart_section([d for d in diagnoses if d.kind != "mistake"], languages)
     score_rows = "".join(
         f"<tr><td>{esc(s)}</td><td>{esc(languages[s])}</td>" + "".join(
             f"<td>{scores[s][e][0]:g}/{scores[s][e][1]:g}</td>" if e in scores[s] else "<td>-</td>" for e in exercises)
@@ -318,7 +318,12 @@ th {{ background: #f3f3f3; }} img {{ max-width: 100%; }} small {{ color: #666; }
 """
 
 
-def _apart_section(diagnoses: list[Diagnosis]) -> str:
+def _who(students: set[str], languages: dict[str, str]) -> str:
+    """"chen, wen (zh)": the students, each in a translation marked with its language."""
+    return ", ".join(s if languages.get(s, "en") == "en" else f"{s} ({languages[s]})" for s in sorted(students))
+
+
+def _apart_section(diagnoses: list[Diagnosis], languages: dict[str, str] | None = None) -> str:
     """The exercises not attempted (stubs left as released, blank submissions) and the submissions that could not
     be graded (unreadable): apart from the mistakes, one small table each (none when there are none)."""
     esc = html.escape
@@ -328,7 +333,7 @@ def _apart_section(diagnoses: list[Diagnosis]) -> str:
         by_exercise: dict[str, set[str]] = {}
         for d in missing:
             by_exercise.setdefault(d.exercise, set()).update(d.students)
-        rows = "".join(f"<tr><td>{esc(e)}</td><td><b>{len(who)}</b></td><td>{esc(', '.join(sorted(who)))}</td></tr>"
+        rows = "".join(f"<tr><td>{esc(e)}</td><td><b>{len(who)}</b></td><td>{esc(_who(who, languages or {}))}</td></tr>"
                        for e, who in sorted(by_exercise.items(), key=lambda item: (-len(item[1]), item[0])))
         parts.append("<h3>Not attempted</h3><p>Exercises handed in as released (the stub still raises "
                      "NotImplementedError): not mistakes, so not counted above.</p>"
@@ -336,7 +341,7 @@ def _apart_section(diagnoses: list[Diagnosis]) -> str:
     unreadable = [d for d in diagnoses if d.kind == "unreadable"]
     if unreadable:
         rows = "".join(f"<tr><td>{esc(d.exercise)}</td><td><b>{d.count}</b></td><td>{esc(d.title)}</td>"
-                       f"<td>{esc(', '.join(sorted(d.students)))}</td></tr>" for d in unreadable)
+                       f"<td>{esc(_who(d.students, languages or {}))}</td></tr>" for d in unreadable)
         parts.append("<h3>Submissions that could not be graded</h3><p>Each is listed once, under its notebook; every "
                      "test cell of it scored 0. Ask the student to hand it in again.</p>"
                      f'<table id="unreadable"><tr><th>notebook</th><th>students</th><th>why (one example)</th>'
