@@ -114,8 +114,8 @@ postgres-stop: $(STAMP) ## stop the local PostgreSQL of make postgres
 feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission (a progress line; nbgrader's log: nbgrader.log); ASSIGNMENT=autograd-zh
 	@$(BIN)/python -m grader.course feedback --assignment '$(ASSIGNMENT)'
 
-report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distributions and the class's most frequent mistakes; ASSIGNMENT=autograd-zh
-	$(BIN)/python -m grader.report --assignment '$(ASSIGNMENT)'
+report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distributions and the class's most frequent mistakes, every assignment (autograd, autograd-zh), each student's language shown; ASSIGNMENT=autograd-zh: only that one
+	$(BIN)/python -m grader.report $(if $(filter command line,$(origin ASSIGNMENT)),--assignment '$(ASSIGNMENT)')
 
 scores: $(STAMP) ## print scores per student and exercise from the gradebook (gradebook.db, or GRADER_DB_URL)
 	$(BIN)/python -m grader.course scores

@@ -210,8 +210,9 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
 def demo_run(tmp_path_factory) -> tuple[Path, int, str]:
     """`make demo` after the install: `python -m grader.course demo` in ``<folder>/course``, run once for every file
     that reads it (test_course, test_readme, test_cluster, test_gradebook_postgres): (folder, exit code, output as a
-    CI log would hold it). The course folder is the demo class graded by one nbgrader process on a SQLite gradebook;
-    copy it to change it."""
+    CI log would hold it). The course folder is the demo class graded by one nbgrader process at a time on a SQLite
+    gradebook: its English students' autograd and its Chinese-speaking students' autograd-zh (students.toml's
+    language = "zh"), one gradebook; copy it to change it."""
     import json
     import subprocess
     import sys

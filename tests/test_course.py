@@ -32,17 +32,20 @@ def points_per_cell() -> dict[str, float]:
             if nbgrader_meta(c).get("grade")}
 
 
-def expected_scores() -> dict[str, dict[str, float]]:
-    """student -> exercise -> points, derived from students.toml and the catalogue's `# expect:` lines."""
+def expected_scores(language: str | None = "en") -> dict[str, dict[str, float]]:
+    """student -> exercise -> points, derived from students.toml and the catalogue's `# expect:` lines, for the
+    students handing in the notebooks of ``language`` (None: the whole class; a translation scores the same)."""
     points = points_per_cell()
     exercises = sorted({exercise_of(g) for g in points})
     full = {e: sum(p for g, p in points.items() if exercise_of(g) == e) for e in exercises}
     spec = tomllib.loads((EXAMPLES / "students.toml").read_text(encoding="utf-8"))
     table = {}
     for student, answers in spec.items():
+        if language is not None and answers.get("language", "en") != language:
+            continue
         row = {e: (full[e] if answers.get("all") == "solution" else 0.0) for e in exercises}
         for exercise, value in answers.items():
-            if exercise == "all":
+            if exercise in ("all", "language"):
                 continue
             if value == "solution":
                 row[exercise] = full[exercise]
@@ -67,6 +70,30 @@ def test_the_demo_class_has_a_perfect_a_blank_and_several_mistaken_students():
     assert sum(0 < t < top for t in totals.values()) >= 3
 
 
+def chinese_twins() -> dict[str, str]:
+    """Each Chinese-speaking student of the demo class -> the English student with the same answers (students.toml:
+    the same table but for language = "zh")."""
+    spec = tomllib.loads((EXAMPLES / "students.toml").read_text(encoding="utf-8"))
+    english = {s: a for s, a in spec.items() if a.get("language", "en") == "en"}
+    twins = {}
+    for student, answers in spec.items():
+        if answers.get("language", "en") == "zh":
+            same = [s for s, a in english.items() if a == {k: v for k, v in answers.items() if k != "language"}]
+            assert same, f"students.toml: {student} (zh) has the answers of no English student"
+            twins[student] = same[0]
+    return twins
+
+
+def test_the_demo_class_has_chinese_students_a_perfect_one_and_one_with_mistakes():
+    """Issue 23: `make demo` shows Chinese-speaking students, with the kinds of answers English students have."""
+    twins = chinese_twins()
+    expected = expected_scores(None)
+    totals = {s: sum(expected[s].values()) for s in twins}
+    assert totals and max(totals.values()) == FULL_MARKS, totals
+    assert any(0 < t < FULL_MARKS for t in totals.values()), totals
+    assert set(course.class_languages(EXAMPLES / "students.toml").values()) == {"en", "zh"}
+
+
 # demo_run: the fixture of conftest.py (`python -m grader.course demo`, run once for every file that reads it)
 
 
@@ -74,14 +101,15 @@ def test_the_demo_class_has_a_perfect_a_blank_and_several_mistaken_students():
 def test_nbgrader_autogrades_the_bundled_class_to_the_expected_scores(demo_run):
     tmp_path, returncode, out = demo_run
     assert returncode == 0, out[-4000:]
-    got = course.gradebook_scores(f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}")
-    expected = expected_scores()
+    got, languages = course.class_scores(f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}")
+    expected = expected_scores(None)
     assert set(got) == set(expected)
     for student, row in expected.items():
         assert {e: got[student][e][0] for e in row} == row, f"{student}: nbgrader's scores differ from the catalogue"
-    # Feedback for every student and notebook, and the table printed for the instructor.
-    for student in expected:
-        assert len(list((tmp_path / "course" / "feedback" / student / "autograd").glob("*.html"))) == len(NOTEBOOK_NAMES)
+    # Feedback for every student and notebook (in the assignment they handed in), and the table printed.
+    for student, language in languages.items():
+        folder = "autograd" if language == "en" else f"autograd-{language}"
+        assert len(list((tmp_path / "course" / "feedback" / student / folder).glob("*.html"))) == len(NOTEBOOK_NAMES)
     assert "student" in out and "ada" in out and "total" in out
     # Feedback names each hidden check with its outcome and diagnosis, never its code (nbgrader #917).
     page = (tmp_path / "course" / "feedback" / "chen" / "autograd" / "03_double_backward.html").read_text()
@@ -92,8 +120,8 @@ def test_nbgrader_autogrades_the_bundled_class_to_the_expected_scores(demo_run):
 
     rows = list(csv.DictReader(open(tmp_path / "course" / "reports" / "diagnoses.csv")))
     who = {(r["exercise"], r["mistake"]): set(r["who"].split()) for r in rows}
-    assert who[("square", "forgot_grad_output")] == {"chen"}
-    assert who[("sinh", "intermediates_not_outputs")] == {"chen"}
+    assert who[("square", "forgot_grad_output")] == {"chen", "wen"}  # (wen: chen's answers, in Chinese)
+    assert who[("sinh", "intermediates_not_outputs")] == {"chen", "wen"}
     assert who[("linear", "transposed_gradient")] == {"dara"}
     assert who[("exp", "tensor_on_ctx")] == {"eli"}
     assert (tmp_path / "course" / "reports" / "class-report.html").stat().st_size > 10_000
@@ -130,6 +158,85 @@ def _assert_students_own_outputs_are_kept(root: Path) -> None:
     assert "data:image/svg+xml;base64," in page
 
 
+# --- the Chinese-speaking students of the demo class (issue 23) -----------------------------------------------
+
+
+def _cell_grades(db_url: str, assignment: str, student: str) -> dict[tuple[str, str], tuple[float, float]]:
+    """(notebook, grade_id) -> (score, max) of one submission, from nbgrader's gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        submission = gb.find_submission(assignment, student)
+        return {(nb.name, grade.name): (float(grade.score), float(grade.max_score))
+                for nb in submission.notebooks for grade in nb.grades}
+
+
+@pytest.mark.slow
+def test_the_chinese_students_score_exactly_what_their_english_twins_score(demo_run):
+    """mei and wen hand in the Chinese notebooks (autograd-zh) with the answers ada and chen hand in in English:
+    nbgrader gives them the same points on every graded cell, in the same gradebook."""
+    tmp_path, returncode, out = demo_run
+    assert returncode == 0, out[-4000:]
+    root = tmp_path / "course"
+    db = f"sqlite:///{root / 'gradebook.db'}"
+    twins = chinese_twins()
+    assert twins, "students.toml has no Chinese-speaking student"
+    for chinese, english in twins.items():
+        handed_in = sorted((root / "autograded" / chinese / "autograd-zh").glob("*.ipynb"))
+        assert [p.name for p in handed_in] == NOTEBOOK_NAMES, chinese
+        assert all(nbformat.read(str(p), as_version=4).metadata["autograd_course"]["language"] == "zh"
+                   for p in handed_in), f"{chinese} was graded on the Chinese notebooks"
+        assert not (root / "autograded" / chinese / "autograd").exists()
+        zh, en = _cell_grades(db, "autograd-zh", chinese), _cell_grades(db, "autograd", english)
+        assert len(zh) == len(en) >= 40
+        assert zh == en, {k: (en.get(k), zh.get(k)) for k in set(zh) | set(en) if zh.get(k) != en.get(k)}
+    wen = expected_scores(None)["wen"]  # (and both are what the catalogue predicts: not just equally wrong)
+    assert 0 < sum(wen.values()) < FULL_MARKS
+
+
+@pytest.mark.slow
+def test_the_demo_table_shows_each_students_language(demo_run):
+    """One table for the class: a column "lang" says which notebooks each student handed in."""
+    tmp_path, returncode, out = demo_run
+    assert returncode == 0, out[-4000:]
+    lines = out.rstrip("\n").split("\n")
+    header = next(line for line in lines if line.startswith("student "))
+    assert header.split()[:2] == ["student", "lang"], header
+    languages = course.class_languages(EXAMPLES / "students.toml")
+    rows = {line.split()[0]: line.split()[1] for line in lines[lines.index(header) + 2:] if line.split()[:1]
+            and line.split()[0] in languages}
+    assert rows == languages, rows
+    assert rows["mei"] == rows["wen"] == "zh" and rows["ada"] == "en"
+    assert "mei (zh)" in out and "autograd-zh: 8 notebooks" in out, out
+
+
+@pytest.mark.slow
+def test_the_class_report_covers_both_assignments_and_shows_each_students_language(demo_run):
+    """The class report (English) counts the Chinese students with the English ones: their language in the scores
+    table and scores.csv, a mistake's students named with it (wen (zh) beside chen)."""
+    import csv
+    import html as html_module
+
+    tmp_path, returncode, out = demo_run
+    assert returncode == 0, out[-4000:]
+    reports = tmp_path / "course" / "reports"
+    page = html_module.unescape((reports / "class-report.html").read_text(encoding="utf-8"))
+    assert "Class report: autograd, autograd-zh" in page
+    assert "8 students (6 English, 2 Chinese)" in page, page[:3000]
+    scores = page.split('<table id="scores">', 1)[1].split("</table>", 1)[0]
+    assert "<th>student</th><th>lang</th>" in scores
+    assert "<tr><td>wen</td><td>zh</td>" in scores and "<tr><td>chen</td><td>en</td>" in scores, scores[:2000]
+    mistakes = page.split('<table id="mistakes">', 1)[1].split("</table>", 1)[0]
+    assert "chen, wen (zh)</td>" in mistakes, mistakes[:3000]
+    assert "ignores grad_output" in mistakes, "the sentence an English notebook showed"
+    rows = {r["student"]: r for r in csv.DictReader(open(reports / "scores.csv", encoding="utf-8"))}
+    assert {s: r["lang"] for s, r in rows.items()} == course.class_languages(EXAMPLES / "students.toml")
+    assert rows["wen"]["total"] == rows["chen"]["total"] and rows["mei"]["total"] == rows["ada"]["total"]
+    who = {(r["exercise"], r["mistake"]): set(r["who"].split())
+           for r in csv.DictReader(open(reports / "diagnoses.csv", encoding="utf-8"))}
+    assert who[("square", "forgot_grad_output")] == {"chen", "wen"}
+
+
 # --- what the instructor reads (issue 8, items 3 and 5) -----------------------------------------------------
 
 
@@ -153,8 +260,9 @@ def test_the_demo_says_what_happened_in_at_most_40_lines(demo_run):
     text = log.read_text()
     assert "generate_assignment" in text and "autograde" in text and "generate_feedback" in text
     assert "ada/autograd/03_double_backward: 24/24 points" in text
-    notebooks = len(expected_scores()) * len(NOTEBOOK_NAMES)
-    assert any(f"{notebooks}/{notebooks}" in line for line in lines), f"the progress over the {notebooks} notebooks"
+    for language in ("en", "zh"):  # one autograde per assignment, each with its progress
+        notebooks = len(expected_scores(language)) * len(NOTEBOOK_NAMES)
+        assert any(f"{notebooks}/{notebooks}" in line for line in lines), f"the progress over the {notebooks} notebooks"
 
 
 @pytest.mark.slow
@@ -186,8 +294,8 @@ def test_what_students_are_shown_holds_no_absolute_path_of_the_instructor(demo_r
     assert returncode == 0, out[-4000:]
     root = tmp_path / "course"
     secret = [str(course.REPO), str(root), os.path.realpath(root), str(Path.home()) + "/"]
-    shown = [*root.glob("feedback/*/autograd/*.html"), *root.glob("autograded/*/autograd/*.ipynb"),
-             *root.glob("grader_results/autograd/*/*.json")]
+    shown = [*root.glob("feedback/*/autograd*/*.html"), *root.glob("autograded/*/autograd*/*.ipynb"),
+             *root.glob("grader_results/autograd*/*/*.json")]
     assert len(shown) >= 3 * 24, shown
     leaks = {str(p.relative_to(root)): [s for s in secret if s in p.read_text(encoding="utf-8")] for p in shown}
     assert not {p: s for p, s in leaks.items() if s}, {p: s for p, s in leaks.items() if s}

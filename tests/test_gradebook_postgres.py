@@ -103,12 +103,15 @@ def _run(command: list[str], env: dict[str, str], timeout: float = 900) -> str:
 
 def _gradebook(db_url: str) -> dict[tuple[str, str, str], tuple]:
     """(student, notebook, cell) -> (score, max score, auto score, needs manual grading, auto comment)."""
-    from nbgrader.api import Gradebook
+    from nbgrader.api import Gradebook, MissingEntry
 
     cells: dict[tuple[str, str, str], tuple] = {}
     with Gradebook(db_url) as gb:
         for student in gb.students:
-            submission = gb.find_submission(course.ASSIGNMENT, student.id)
+            try:
+                submission = gb.find_submission(course.ASSIGNMENT, student.id)
+            except MissingEntry:  # (the demo's Chinese-speaking students hand in autograd-zh)
+                continue
             for notebook in submission.notebooks:
                 comments = {c.name: c.auto_comment for c in notebook.comments}
                 for grade in notebook.grades:
@@ -179,8 +182,8 @@ def test_three_processes_on_postgresql_write_the_gradebook_one_process_writes(po
     assert len(table) == len(students)
     scores = _run([sys.executable, "-m", "grader.course", "scores", "--root", str(many)], pg)
     assert [line for line in scores.splitlines() if line.split(" ", 1)[0] in students] == table
-    _run([sys.executable, "-m", "grader.report", "--root", str(many)], pg)
-    _run([sys.executable, "-m", "grader.report", "--root", str(one)], _env())
+    _run([sys.executable, "-m", "grader.report", "--root", str(many), "--assignment", course.ASSIGNMENT], pg)
+    _run([sys.executable, "-m", "grader.report", "--root", str(one), "--assignment", course.ASSIGNMENT], _env())
     assert (many / "reports" / "scores.csv").read_text() == (one / "reports" / "scores.csv").read_text()
     assert (many / "reports" / "diagnoses.csv").read_text() == (one / "reports" / "diagnoses.csv").read_text()
     _run(course.nbgrader_command("generate_feedback", course.ASSIGNMENT, f"--CourseDirectory.root={many}"), pg)

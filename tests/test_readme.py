@@ -114,11 +114,16 @@ def test_the_readmes_demo_table_is_what_the_demo_prints(demo_run):
             assert line in printed, f"the README's row {line!r} is not printed by the demo:\n{out}"
     after = printed[printed.index(header) + 2:]  # (the header, then a line of dashes, then a row per student)
     rows = after[: after.index("")] if "" in after else after
-    exercises = len(header.split()) - 2  # (student ... total)
+    exercises = len(header.split()) - 3  # (student lang ... total)
     top = re.search(r"(\d+)/\1\s*$", next(line for line in rows if line.startswith("ada ")))
     counts = re.search(r"(\d+) example students × (\d+) exercises", README)
     assert counts, "the README says how many students and exercises the demo's table has"
     assert (int(counts.group(1)), int(counts.group(2))) == (len(rows), exercises), (counts.group(0), rows)
+    chinese = re.search(r"(\d+) of them in Chinese", README)
+    assert chinese, "the README says how many of the demo's students hand in the Chinese notebooks"
+    assert int(chinese.group(1)) == sum(line.split()[1] == "zh" for line in rows), (chinese.group(0), rows)
+    assert any(line.split()[1] == "zh" for line in shown[2:] if line.strip() != "..."), \
+        "the README's table shows a Chinese-speaking student's row"
     assert top and any(line.endswith(f"/{top.group(1)}") for line in shown[2:]), \
         "the README's table has the demo's full marks"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import re
 
 from grader.classroom import report
 
@@ -132,7 +133,8 @@ def test_scores_end_with_the_flagged_line(tmp_path, monkeypatch, capsys):
     from grader.classroom import course
 
     plant_flags(tmp_path / "grader_results")
-    monkeypatch.setattr(course, "gradebook_scores", lambda db, assignment="autograd": {"s03": {"square": (2.0, 6.0)}})
+    monkeypatch.setattr(course, "class_scores", lambda db, assignments=course.ASSIGNMENTS: (
+        {"s03": {"square": (2.0, 6.0)}}, {"s03": "en"}))
     assert course.main(["scores", "--db", f"sqlite:///{tmp_path / 'gradebook.db'}"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-1] == f"2 submission(s) flagged for review: see {tmp_path / 'reports' / 'flags.csv'}"
@@ -191,3 +193,54 @@ def test_not_attempted_and_unreadable_are_listed_apart_and_unreadable_once_per_n
     mistakes = page.split('<table id="mistakes">', 1)[1].split("</table>", 1)[0]
     assert "not_implemented" not in mistakes and "unreadable" not in mistakes
     assert page.split('<table id="unreadable">', 1)[1].split("</table>", 1)[0].count("<tr>") == 2
+
+
+def test_the_report_over_both_assignments_shows_each_students_language_and_stays_english(tmp_path):
+    """Issue 23: English and Chinese-speaking students in one report: a column "lang" (page and scores.csv), a
+    mistake's students named with their language, and every sentence English, even one only a Chinese notebook
+    showed (its student read it in Chinese)."""
+    results = tmp_path / "grader_results"
+
+    def saved(assignment: str, student: str, mistake: str, title: str) -> None:
+        folder = results / assignment / student
+        folder.mkdir(parents=True)
+        finding = {"exercise": "square", "check": "first derivatives", "mistake": mistake, "title": title,
+                   "hidden": False}
+        cells = [{"grade_id": "square-first-order", "points": 0.0, "max_points": 2.0, "status": "failed",
+                  "findings": [finding]}]
+        (folder / "03_double_backward.json").write_text(json.dumps(
+            {"exercises": {"square": {"score": 0.0, "max_score": 2.0, "cells": cells}}}, ensure_ascii=False),
+            encoding="utf-8")
+
+    saved("autograd-zh", "mei", "forgot_grad_output", "✗ square · 一阶导数：`x` 的梯度忽略了 grad_output：它只等于导数本身。")
+    saved("autograd", "chen", "forgot_grad_output",
+          "✗ square · first derivatives: the gradient for `x` ignores grad_output: it equals the derivative alone.")
+    saved("autograd-zh", "wen", "wrong_sign", "✗ square · 一阶导数：`x` 的梯度符号错了。")
+    found = {d.mistake: d for d in report.diagnoses_from_results(results, ("autograd", "autograd-zh"))}
+    assert found["forgot_grad_output"].students == {"chen", "mei"}
+    assert found["forgot_grad_output"].title == "the gradient for `x` ignores grad_output: it equals the derivative alone."
+    assert found["wrong_sign"].title == "the gradient for `{name}` has the wrong sign.", "the English sentence"
+    assert [d.mistake for d in report.diagnoses_from_results(results, "autograd")] == ["forgot_grad_output"]
+
+    scores = {s: {"square": (0.0, 2.0)} for s in ("chen", "mei", "wen")}
+    languages = {"chen": "en", "mei": "zh", "wen": "zh"}
+    page = report.render_html(scores, list(found.values()), {}, "Class report: autograd, autograd-zh",
+                              languages=languages)
+    assert not re.search(r"[\u4e00-\u9fff]", page), "the report is English"
+    assert "3 students (1 English, 2 Chinese)" in page
+    assert "<th>student</th><th>lang</th>" in page and "<tr><td>mei</td><td>zh</td>" in page
+    assert "<td>chen, mei (zh)</td>" in page and "<td>wen (zh)</td>" in page
+    out = tmp_path / "reports"
+    out.mkdir()
+    scores_csv, _ = report.write_csvs(scores, list(found.values()), out, languages)
+    assert {r["student"]: r["lang"] for r in csv.DictReader(open(scores_csv, encoding="utf-8"))} == languages
+
+
+def test_the_score_table_shows_each_students_language():
+    from grader.classroom import course
+
+    table = course.render_scores({"ada": {"square": (6.0, 6.0)}, "mei": {"square": (2.0, 6.0)}},
+                                 {"ada": "en", "mei": "zh"})
+    header, _, ada, mei = table.split("\n")
+    assert header.split() == ["student", "lang", "square", "total"]
+    assert ada.split() == ["ada", "en", "6/6", "6/6"] and mei.split() == ["mei", "zh", "2/6", "2/6"]

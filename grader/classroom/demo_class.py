@@ -47,16 +47,38 @@ def build_submission(release_dir: Path, answers: dict[str, str], out_dir: Path) 
         nbformat.write(nb, str(out_dir / path.name))
 
 
-def class_answers(students_file: Path, solutions: dict[str, str], mistakes_dir: Path) -> dict[str, dict[str, str]]:
-    """students.toml -> {student: {grade_id: answer source}}."""
+LANGUAGE_KEY = "language"  # students.toml: the language of the notebooks a student hands in (default "en")
+
+
+def class_languages(students_file: Path) -> dict[str, str]:
+    """students.toml -> {student: language}: "en" unless the student's table says language = "zh" (or another of
+    folders.LANGUAGES), for a student who hands in that translation of the assignment (autograd-zh)."""
+    from grader.classroom.folders import LANGUAGES
+
     spec = tomllib.loads(students_file.read_text(encoding="utf-8"))
+    languages = {student: str(answers.get(LANGUAGE_KEY, "en")) for student, answers in spec.items()}
+    for student, language in languages.items():
+        if language != "en" and language not in LANGUAGES:
+            raise SystemExit(f"{students_file}: student {student!r} has language = {language!r}; the course's "
+                             f"languages: en, {', '.join(LANGUAGES)}")
+    return languages
+
+
+def class_answers(students_file: Path, solutions: dict[str, str], mistakes_dir: Path,
+                  language: str = "en") -> dict[str, dict[str, str]]:
+    """students.toml -> {student: {grade_id: answer source}}, for the students handing in notebooks in
+    ``language`` (``solutions``: the answers of that language's solutions, answer_sources)."""
+    spec = tomllib.loads(students_file.read_text(encoding="utf-8"))
+    languages = class_languages(students_file)
     result: dict[str, dict[str, str]] = {}
     for student, answers in spec.items():
+        if languages[student] != language:
+            continue
         filled: dict[str, str] = {}
         if answers.get("all") == "solution":
             filled.update(solutions)
         for grade_id, value in answers.items():
-            if grade_id == "all":
+            if grade_id in ("all", LANGUAGE_KEY):
                 continue
             if value == "solution":
                 filled[grade_id] = solutions[grade_id]

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.folders import ASSIGNMENT, REPO
+from grader.classroom.folders import ASSIGNMENT, ASSIGNMENTS, REPO, language_of
 from grader.classroom.untrusted import hide_password, printable, redact
 from grader.judge.testcells import exercise_of
 
@@ -70,22 +70,44 @@ def _cell_order(assignment: str) -> dict[str, int]:
     return order
 
 
-def render_scores(table: dict[str, dict[str, tuple[float, float]]]) -> str:
+def class_scores(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS
+                 ) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, str]]:
+    """The whole class over the assignments (default: every one of the course, autograd and its translations):
+    ({student: {exercise: (score, max)}}, {student: language}), a student's language being the one of the assignment
+    they handed in ("en", "zh"). The translations have the same exercises and points, so one table holds them. A
+    student who handed in two of them gets one row each, the second named "<student> (<language>)"."""
+    table: dict[str, dict[str, tuple[float, float]]] = {}
+    languages: dict[str, str] = {}
+    for assignment in assignments:
+        language = language_of(assignment)
+        for student, row in gradebook_scores(db_url, assignment).items():
+            name = student if student not in table else f"{student} ({language})"
+            table[name], languages[name] = row, language
+    return table, languages
+
+
+def render_scores(table: dict[str, dict[str, tuple[float, float]]], languages: dict[str, str] | None = None) -> str:
+    """The table of scores per student and exercise, with the total; with ``languages`` ({student: "en" or "zh"}),
+    a column "lang" after the student: the language of the notebooks they handed in."""
     if not table:
         return "No autograded submissions in the gradebook yet."
     exercises: list[str] = []
     for row in table.values():
         exercises += [e for e in row if e not in exercises]
-    header = ["student", *map(printable, exercises), "total"]
+    lang = ["lang"] if languages is not None else []
+    header = ["student", *lang, *map(printable, exercises), "total"]
     rows = [header]
     for student in sorted(table):
         row = table[student]
         total = sum(s for s, _ in row.values())
         top = sum(m for _, m in row.values())
-        rows.append([printable(student), *(f"{row[e][0]:g}/{row[e][1]:g}" if e in row else "-" for e in exercises),
+        rows.append([printable(student), *([languages.get(student, "?")] if languages is not None else []),
+                     *(f"{row[e][0]:g}/{row[e][1]:g}" if e in row else "-" for e in exercises),
                      f"{total:g}/{top:g}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]
+    left = 1 + len(lang)  # (the student and the language: on the left; the scores: on the right)
+    lines = ["  ".join(cell.rjust(w) if i >= left else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths)))
+             for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

@@ -1,6 +1,7 @@
 """The class report: scores per exercise, and which mistakes the class made, as one self-contained HTML page.
 
     python -m grader.report                  # course in the current directory, after `nbgrader autograde`
+    python -m grader.report --assignment autograd-zh   # only the students who handed in the Chinese notebooks
     python -m grader.report --root .demo     # another course root
     GRADER_DB_URL=postgresql+psycopg://... python -m grader.report   # a PostgreSQL gradebook (or --db URL)
 
@@ -8,6 +9,10 @@ Reads nbgrader's gradebook (scores) and grader_results/ (the diagnoses and flags
 reports/class-report.html (plots embedded), reports/scores.csv (student × exercise),
 reports/diagnoses.csv (diagnosis × students) and reports/flags.csv (student, notebook, cell, what: the
 tampering attempts the grader saw, to review by hand).
+
+The report covers every assignment of the course in the gradebook (autograd and its translations, autograd-zh: the
+same exercises and points), each student's language shown (a column "lang": en, zh). It is written in English
+whatever the students' language: a diagnosis only students of a translation made is named by its English sentence.
 
 What students control (their ids, notebook and cell names, what their code attempted) is escaped in the page and
 written to the CSVs as text a spreadsheet will not run: a cell starting with =, +, -, @, a tab or a carriage
@@ -25,9 +30,9 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from grader.classroom.folders import ASSIGNMENT, ASSIGNMENTS
+from grader.classroom.folders import ASSIGNMENTS, language_of
 from grader.classroom.untrusted import csv_cell
 
 Scores = dict[str, dict[str, tuple[float, float]]]  # student -> exercise -> (score, max)
@@ -50,6 +55,7 @@ class Diagnosis:
     title: str  # one example of the sentence students read
     students: set[str] = field(default_factory=set)
     checks: set[str] = field(default_factory=set)
+    english: bool = True  # the title is one an English notebook showed (else the message table's English sentence)
 
     @property
     def count(self) -> int:
@@ -63,23 +69,38 @@ class Diagnosis:
         return "unreadable" if self.mistake in WHOLE_NOTEBOOK else "mistake"
 
 
-def diagnoses_from_results(results_dir: Path, assignment: str) -> list[Diagnosis]:
-    """Every (exercise, mistake) found in the class, with the students behind it; most frequent first."""
+def assignments_of(assignment: str | Sequence[str]) -> tuple[str, ...]:
+    """One assignment's name, or several (the course's: ASSIGNMENTS), as a tuple."""
+    return (assignment,) if isinstance(assignment, str) else tuple(assignment)
+
+
+def diagnoses_from_results(results_dir: Path, assignment: str | Sequence[str]) -> list[Diagnosis]:
+    """Every (exercise, mistake) found in the class (of one assignment or several: the English notebooks and their
+    translations), with the students behind it; most frequent first. Its sentence is one an English notebook
+    showed, else the English one of the message table (read in a translation's results, the student's sentence is
+    in their language; the report stays English)."""
     found: dict[tuple[str, str], Diagnosis] = {}
-    for path in sorted((results_dir / assignment).glob("*/*.json")):
-        student = path.parent.name
-        try:
-            result = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        for exercise, data in result.get("exercises", {}).items():
-            for cell in data.get("cells", []):
-                for finding in cell.get("findings", []):
-                    mistake = str(finding.get("mistake"))
-                    key = (path.stem if mistake in WHOLE_NOTEBOOK else exercise, mistake)
-                    entry = found.setdefault(key, Diagnosis(key[0], key[1], _title(finding)))
-                    entry.students.add(student)
-                    entry.checks.add(cell.get("grade_id", ""))
+    for name in assignments_of(assignment):
+        english = language_of(name) == "en"
+        for path in sorted((results_dir / name).glob("*/*.json")):
+            student = path.parent.name
+            try:
+                result = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue
+            for exercise, data in result.get("exercises", {}).items():
+                for cell in data.get("cells", []):
+                    for finding in cell.get("findings", []):
+                        mistake = str(finding.get("mistake"))
+                        key = (path.stem if mistake in WHOLE_NOTEBOOK else exercise, mistake)
+                        entry = found.get(key)
+                        if entry is None:
+                            entry = found[key] = Diagnosis(key[0], key[1], _title(finding) if english
+                                                           else _english_title(finding), english=english)
+                        elif english and not entry.english:
+                            entry.title, entry.english = _title(finding), True
+                        entry.students.add(student)
+                        entry.checks.add(cell.get("grade_id", ""))
     return sorted(found.values(), key=lambda d: (-d.count, d.exercise, d.mistake))
 
 
@@ -94,10 +115,10 @@ class Flag:
 FLAG_COLUMNS = ["student", "notebook", "cell", "what"]
 
 
-def flags_from_results(results_dir: Path, assignment: str) -> list[Flag]:
-    """Every flag TrustedExecute saved for the assignment, by student and notebook (malformed ones skipped)."""
+def flags_from_results(results_dir: Path, assignment: str | Sequence[str]) -> list[Flag]:
+    """Every flag TrustedExecute saved for the assignment(s), by student and notebook (malformed ones skipped)."""
     found: list[Flag] = []
-    for path in sorted((results_dir / assignment).glob("*/*.json")):
+    for path in sorted(p for name in assignments_of(assignment) for p in (results_dir / name).glob("*/*.json")):
         try:
             result = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError, UnicodeDecodeError):
@@ -142,6 +163,26 @@ def _title(finding: dict[str, Any]) -> str:
     return title.removeprefix("✗ ").split(": ", 1)[-1] if title.startswith("✗") else title
 
 
+class _Kept(dict):  # type: ignore[type-arg]
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def _english_title(finding: dict[str, Any]) -> str:
+    """The English sentence of a finding seen in a translated notebook: the message table's English title, filled
+    with the fields the finding kept (the others shown as {name}); the finding's own title when its mistake has no
+    message (a reason written at grading time, e.g. an unreadable submission's)."""
+    from grader.spec.messages import TABLES
+
+    template = TABLES["en"].get(str(finding.get("mistake")))
+    if template is None:
+        return _title(finding)
+    try:
+        return template.title.format_map(_Kept({k: v for k, v in finding.items() if k != "title"}))
+    except (ValueError, TypeError, IndexError, AttributeError):  # (a format spec a missing field cannot take)
+        return template.title
+
+
 def exercises_in(scores: Scores) -> list[str]:
     order: list[str] = []
     for row in scores.values():
@@ -149,16 +190,21 @@ def exercises_in(scores: Scores) -> list[str]:
     return order
 
 
-def write_csvs(scores: Scores, diagnoses: list[Diagnosis], out: Path) -> tuple[Path, Path]:
+def write_csvs(scores: Scores, diagnoses: list[Diagnosis], out: Path,
+               languages: dict[str, str] | None = None) -> tuple[Path, Path]:
+    """scores.csv (student, a column per exercise, total, max, lang: the language of the notebooks handed in) and
+    diagnoses.csv; ``languages``: {student: "en" or "zh"} (default: every student "en")."""
     exercises = exercises_in(scores)
+    languages = languages or {}
     scores_csv, diagnoses_csv = out / "scores.csv", out / "diagnoses.csv"
     with open(scores_csv, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", *map(csv_cell, exercises), "total", "max"])
+        writer.writerow(["student", *map(csv_cell, exercises), "total", "max", "lang"])
         for student in sorted(scores):
             row = scores[student]
             writer.writerow([csv_cell(student), *(f"{row[e][0]:g}" if e in row else "" for e in exercises),
-                             f"{sum(s for s, _ in row.values()):g}", f"{sum(m for _, m in row.values()):g}"])
+                             f"{sum(s for s, _ in row.values()):g}", f"{sum(m for _, m in row.values()):g}",
+                             languages.get(student, "en")])
     with open(diagnoses_csv, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["exercise", "mistake", "students", "diagnosis", "who", "checks", "kind"])
@@ -220,9 +266,15 @@ def plots(scores: Scores, diagnoses: list[Diagnosis]) -> dict[str, str]:
 
 
 def render_html(scores: Scores, diagnoses: list[Diagnosis], images: dict[str, str], title: str,
-                flags: list[Flag] | None = None) -> str:
+                flags: list[Flag] | None = None, languages: dict[str, str] | None = None,
+                elsewhere: str = "") -> str:
+    """The page; ``languages``: {student: "en" or "zh"} (default: all "en"), shown per student and counted in the
+    summary; ``elsewhere``: a sentence saying where the course's other assignments' report is, if any."""
     exercises = exercises_in(scores)
     esc = html.escape
+    languages = {s: (languages or {}).get(s, "en") for s in scores}
+    spoken = {lang: sum(1 for v in languages.values() if v == lang) for lang in sorted(set(languages.values()))}
+    by_language = " (" + ", ".join(f"{n} {LANGUAGE_NAMES.get(lang, lang)}" for lang, n in spoken.items()) + ")"
     summary_rows = []
     for exercise in exercises:
         values = [row[exercise][0] for row in scores.values() if exercise in row]
@@ -233,11 +285,11 @@ def render_html(scores: Scores, diagnoses: list[Diagnosis], images: dict[str, st
     mistakes = [d for d in diagnoses if d.kind == "mistake"]
     diagnosis_rows = "".join(
         f"<tr><td>{esc(d.exercise)}</td><td><b>{d.count}</b></td><td>{esc(d.title)}<br><small><code>{esc(d.mistake)}</code>"
-        f" · {esc(', '.join(sorted(d.checks)))}</small></td><td>{esc(', '.join(sorted(d.students)))}</td></tr>"
+        f" · {esc(', '.join(sorted(d.checks)))}</small></td><td>{esc(_who(d.students, languages))}</td></tr>"
         for d in mistakes) or '<tr><td colspan="4">(no mistakes: every exercise attempted was right)</td></tr>'
-    apart = _apart_section([d for d in diagnoses if d.kind != "mistake"])
+    apart = _apart_section([d for d in diagnoses if d.kind != "mistake"], languages)
     score_rows = "".join(
-        f"<tr><td>{esc(s)}</td>" + "".join(
+        f"<tr><td>{esc(s)}</td><td>{esc(languages[s])}</td>" + "".join(
             f"<td>{scores[s][e][0]:g}/{scores[s][e][1]:g}</td>" if e in scores[s] else "<td>-</td>" for e in exercises)
         + f"<td><b>{sum(v for v, _ in scores[s].values()):g}</b></td></tr>" for s in sorted(scores))
     flagged = f" · {flagged_submissions(flags)} submission(s) flagged for review" if flags else ""
@@ -250,7 +302,7 @@ table {{ border-collapse: collapse; margin: 1em 0; }} td, th {{ border: 1px soli
 th {{ background: #f3f3f3; }} img {{ max-width: 100%; }} small {{ color: #666; }}
 </style></head><body>
 <h1>{esc(title)}</h1>
-<p>{len(scores)} students · {len(exercises)} exercises · {sum(d.count for d in mistakes)} diagnosed mistakes across the class{flagged}.</p>
+<p>{len(scores)} students{by_language if spoken else ""} · {len(exercises)} exercises · {sum(d.count for d in mistakes)} diagnosed mistakes across the class{flagged}.{(" " + esc(elsewhere)) if elsewhere else ""}</p>
 <h2>Flagged submissions</h2>
 {_flags_section(flags or [])}
 <h2>Score distribution per exercise</h2>
@@ -261,12 +313,17 @@ th {{ background: #f3f3f3; }} img {{ max-width: 100%; }} small {{ color: #666; }
 <table id="mistakes"><tr><th>exercise</th><th>students</th><th>diagnosis (as students read it)</th><th>who</th></tr>{diagnosis_rows}</table>
 {apart}
 <h2>Scores per student</h2>
-<table><tr><th>student</th>{''.join(f'<th>{esc(e)}</th>' for e in exercises)}<th>total</th></tr>{score_rows}</table>
+<table id="scores"><tr><th>student</th><th>lang</th>{''.join(f'<th>{esc(e)}</th>' for e in exercises)}<th>total</th></tr>{score_rows}</table>
 </body></html>
 """
 
 
-def _apart_section(diagnoses: list[Diagnosis]) -> str:
+def _who(students: set[str], languages: dict[str, str]) -> str:
+    """"chen, wen (zh)": the students, each in a translation marked with its language."""
+    return ", ".join(s if languages.get(s, "en") == "en" else f"{s} ({languages[s]})" for s in sorted(students))
+
+
+def _apart_section(diagnoses: list[Diagnosis], languages: dict[str, str] | None = None) -> str:
     """The exercises not attempted (stubs left as released, blank submissions) and the submissions that could not
     be graded (unreadable): apart from the mistakes, one small table each (none when there are none)."""
     esc = html.escape
@@ -276,7 +333,7 @@ def _apart_section(diagnoses: list[Diagnosis]) -> str:
         by_exercise: dict[str, set[str]] = {}
         for d in missing:
             by_exercise.setdefault(d.exercise, set()).update(d.students)
-        rows = "".join(f"<tr><td>{esc(e)}</td><td><b>{len(who)}</b></td><td>{esc(', '.join(sorted(who)))}</td></tr>"
+        rows = "".join(f"<tr><td>{esc(e)}</td><td><b>{len(who)}</b></td><td>{esc(_who(who, languages or {}))}</td></tr>"
                        for e, who in sorted(by_exercise.items(), key=lambda item: (-len(item[1]), item[0])))
         parts.append("<h3>Not attempted</h3><p>Exercises handed in as released (the stub still raises "
                      "NotImplementedError): not mistakes, so not counted above.</p>"
@@ -284,7 +341,7 @@ def _apart_section(diagnoses: list[Diagnosis]) -> str:
     unreadable = [d for d in diagnoses if d.kind == "unreadable"]
     if unreadable:
         rows = "".join(f"<tr><td>{esc(d.exercise)}</td><td><b>{d.count}</b></td><td>{esc(d.title)}</td>"
-                       f"<td>{esc(', '.join(sorted(d.students)))}</td></tr>" for d in unreadable)
+                       f"<td>{esc(_who(d.students, languages or {}))}</td></tr>" for d in unreadable)
         parts.append("<h3>Submissions that could not be graded</h3><p>Each is listed once, under its notebook; every "
                      "test cell of it scored 0. Ask the student to hand it in again.</p>"
                      f'<table id="unreadable"><tr><th>notebook</th><th>students</th><th>why (one example)</th>'
@@ -292,23 +349,33 @@ def _apart_section(diagnoses: list[Diagnosis]) -> str:
     return "\n".join(parts)
 
 
-def build(root: Path, assignment: str, out: Path, db_url: str | None = None) -> Path:
-    """Write the report for the course in ``root``; return the HTML page's path."""
-    from grader.classroom.gradebook import gradebook_scores
+LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
 
-    scores = gradebook_scores(db_url or f"sqlite:///{(root / 'gradebook.db').resolve()}", assignment)
-    diagnoses = diagnoses_from_results(root / RESULTS_DIR, assignment)
-    flags = flags_from_results(root / RESULTS_DIR, assignment)
+
+def build(root: Path, assignment: str | Sequence[str], out: Path, db_url: str | None = None) -> Path:
+    """Write the report for the course in ``root`` over one assignment or several (default of the command: every
+    one of the course, ASSIGNMENTS); return the HTML page's path."""
+    from grader.classroom.gradebook import class_scores, gradebook_students
+
+    db_url = db_url or f"sqlite:///{(root / 'gradebook.db').resolve()}"
+    assignments = assignments_of(assignment)
+    scores, languages = class_scores(db_url, assignments)
+    shown = [a for a in assignments if any(languages.get(s) == language_of(a) for s in scores)] or list(assignments)
+    others = [a for a in ASSIGNMENTS if a not in assignments and gradebook_students(db_url, a)]
+    elsewhere = (f"Not in this report: {', '.join(others)}, also in the gradebook (make report without ASSIGNMENT "
+                 "covers every assignment of the course)." if others else "")
+    diagnoses = diagnoses_from_results(root / RESULTS_DIR, assignments)
+    flags = flags_from_results(root / RESULTS_DIR, assignments)
     out.mkdir(parents=True, exist_ok=True)
-    write_csvs(scores, diagnoses, out)
+    write_csvs(scores, diagnoses, out, languages)
     write_flags_csv(flags, out)
     page = out / "class-report.html"
-    page.write_text(render_html(scores, diagnoses, plots(scores, diagnoses), f"Class report: {assignment}", flags),
-                    encoding="utf-8")
+    page.write_text(render_html(scores, diagnoses, plots(scores, diagnoses), f"Class report: {', '.join(shown)}",
+                                flags, languages, elsewhere), encoding="utf-8")
     return page
 
 
-def flag_line(root: Path, assignment: str, out: Path | None = None) -> str:
+def flag_line(root: Path, assignment: str | Sequence[str] = ASSIGNMENTS, out: Path | None = None) -> str:
     """'N submission(s) flagged for review: see reports/flags.csv' (writing that file), or '' when none."""
     from grader.spec.messages import say
 
@@ -323,8 +390,9 @@ def flag_line(root: Path, assignment: str, out: Path | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.report", description=__doc__.split("\n")[0])
     parser.add_argument("--root", type=Path, default=Path("."), help="course root (holds gradebook.db)")
-    parser.add_argument("--assignment", default=ASSIGNMENT,
-                        help=f"the assignment (default: {ASSIGNMENT}; the course's: {', '.join(ASSIGNMENTS)})")
+    parser.add_argument("--assignment", default=None,
+                        help=f"only this assignment (default: every one of the course in the gradebook: "
+                             f"{', '.join(ASSIGNMENTS)})")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <root>/reports)")
     parser.add_argument("--db", default=None, help="the gradebook's URL (default: GRADER_DB_URL, else "
                                                    "sqlite:///<root>/gradebook.db)")
@@ -336,10 +404,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"No gradebook.db in {args.root.resolve()}: run `make autograde` (nbgrader autograde) first.",
               file=sys.stderr)
         return 2
-    page = build(args.root, args.assignment, args.out or args.root / "reports", db_url)
+    assignments = (args.assignment,) if args.assignment else ASSIGNMENTS
+    page = build(args.root, assignments, args.out or args.root / "reports", db_url)
     print(f"Class report: {page}\n  scores:    {page.parent / 'scores.csv'}\n  diagnoses: {page.parent / 'diagnoses.csv'}"
           f"\n  flags:     {page.parent / 'flags.csv'}")
-    line = flag_line(args.root, args.assignment, page.parent)
+    line = flag_line(args.root, assignments, page.parent)
     if line:
         print(line)
     return 0
