@@ -403,14 +403,15 @@ def _not_done_yet(languages: tuple[str, ...]) -> re.Pattern:
 def test_released_notebook_runs_to_the_end_with_every_exercise_unfinished(name, assignment, tmp_path, monkeypatch):
     """A student's Restart & Run All before writing anything: every cell runs, nothing on stderr, and each
     exercise's self-checks say it is not done yet (nbgrader validate / autograde still fail it: test_student_view,
-    test_course). In the Chinese notebooks the line is said in Chinese once the feedback follows the notebook's
-    language; English is accepted there until then."""
+    test_course). In the Chinese notebooks the line is in Chinese: the kernel reads its notebook's language from the
+    notebook JupyterLab names in JPY_SESSION_NAME (set here as jupyter_server sets it)."""
     from nbclient import NotebookClient
 
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)  # as in the student's own kernel
     nb = read(REPO / "notebooks" / assignment / name)
     language = nb.metadata.get("autograd_course", {}).get("language", "en")
-    not_done = _not_done_yet(("en",) if language == "en" else (language, "en"))
+    monkeypatch.setenv("JPY_SESSION_NAME", str(REPO / "notebooks" / assignment / name))
+    not_done = _not_done_yet((language,))
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code), "a cell did not run"
