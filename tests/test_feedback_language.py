@@ -512,3 +512,19 @@ def test_nbgrader_autograde_scores_a_chinese_notebook_as_the_english_one_with_ch
     scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
     assert scores["bo"] == scores["ann"]
     assert scores["ann"]["square"][0] < scores["ann"]["square"][1] and exercise_of("square-forward") == "square"
+
+
+def test_a_chinese_notebook_stopped_early_tells_its_student_in_chinese_and_the_instructor_in_english():
+    """The reason a notebook stopped is shown to its student (feedback) and logged for the instructor, whose
+    terminal stays English whatever the notebook's language."""
+    from grader.isolation import sandbox
+    from grader.judge import runner
+
+    stopped = sandbox.Outcome(None, "", 0.0, "time limit", sandbox.Limits())
+    with messages.using("zh"):
+        _, (for_student, for_instructor), _, _ = runner._read_results(b"", {0: 0}, [], stopped)
+    assert re.search(r"[\u4e00-\u9fff]", for_student), for_student
+    assert not re.search(r"[\u4e00-\u9fff]", for_instructor) and for_instructor, for_instructor
+    with messages.using("en"):
+        _, (english, also_english), _, _ = runner._read_results(b"", {0: 0}, [], stopped)
+    assert english == also_english == for_instructor

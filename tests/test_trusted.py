@@ -75,12 +75,27 @@ def _code_cells() -> list[str]:
     return sources + TRICKY_CELLS
 
 
-def test_ipythons_transformations_are_skipped_only_where_they_change_nothing():
+@pytest.fixture
+def sandbox_shell():
+    """The sandbox's shell, made in this process for the test and forgotten after it: IPython keeps one shell per
+    process, and a shell left behind makes every later self-check in this process behave as in a student's kernel
+    (an unfinished stub reported instead of raised), which failed test_checks' catalogue run after this file."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from grader.sandboxed import child
+
+    existed = InteractiveShell.initialized()
+    yield child.make_shell()
+    if not existed:
+        InteractiveShell.clear_instance()
+
+
+def test_ipythons_transformations_are_skipped_only_where_they_change_nothing(sandbox_shell):
     from IPython.core.inputtransformer2 import TransformerManager
 
     from grader.sandboxed import child
 
-    shell = child.make_shell()
+    shell = sandbox_shell
     ipython = TransformerManager()  # a fresh one: what IPython itself does
     cells = _code_cells()
     assert len(cells) > 300
@@ -93,10 +108,8 @@ def test_ipythons_transformations_are_skipped_only_where_they_change_nothing():
         assert child.NEEDS_IPYTHON_TRANSFORMS.search(cell), cell
 
 
-def test_a_cell_with_top_level_await_still_runs_as_in_a_kernel():
-    from grader.sandboxed import child
-
-    shell = child.make_shell()
+def test_a_cell_with_top_level_await_still_runs_as_in_a_kernel(sandbox_shell):
+    shell = sandbox_shell
     for cell in ("import asyncio\nawait asyncio.sleep(0)\nawaited = 1", "x = [1]\nasync def f():\n    return 2\n"):
         transformed = shell.transform_cell(cell)
         assert shell.should_run_async(cell, transformed_cell=transformed) == ("await asyncio" in cell), cell

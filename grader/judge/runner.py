@@ -70,7 +70,8 @@ class NotebookResult:
     notebook: str
     tests_from: str
     cells: list[CellResult] = field(default_factory=list)
-    problem: str = ""  # why grading stopped early, if it did
+    problem: str = ""  # why grading stopped early, if it did (in the notebook's language: the student reads it)
+    problem_for_instructor: str = ""  # the same in English, for the instructor's terminal and log
     restored: list[str] = field(default_factory=list)  # what the notebook had patched (put back before observing)
     seconds: float = 0.0
     flags: list[dict[str, str]] = field(default_factory=list)  # {"cell", "what"}: attempts no honest answer makes
@@ -221,9 +222,10 @@ def _grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float, 
 
     token = GRADING.set(name)  # (a pool that has something to say about this run names the notebook)
     try:
-        reported, problem, restored, flags = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
+        reported, problems, restored, flags = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
     finally:
         GRADING.reset(token)
+    problem, result.problem_for_instructor = problems if isinstance(problems, tuple) else (problems, "")
     names = {(c.index if c.index >= 0 else ("missing", c.grade_id)): c.grade_id or f"cell {c.index + 1}" for c in cells}
     result.flags = [{"cell": str(names.get(key, "?")), "what": what} for key, what in flags]
     room = [outputs.NOTEBOOK_BYTES]
@@ -368,7 +370,7 @@ def _judge_call(call: testcells.CheckCall, answer: Any,
 
 
 def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: list[Path],
-             pool: "Pool | None" = None) -> tuple[dict[Any, dict[str, Any]], str, list[str], list[tuple[Any, str]]]:
+             pool: "Pool | None" = None) -> tuple[dict[Any, dict[str, Any]], Any, list[str], list[tuple[Any, str]]]:
     ok, why = (True, "") if pool is not None else sandbox.available()
     if not ok and not allow_unsandboxed:
         raise SandboxRefused(f"refusing to run student code without a sandbox: {why}. "
@@ -402,7 +404,7 @@ def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: l
 
 
 def _execute_in(pool: "Pool", plan: list[dict[str, Any]], keys: dict[int, Any], cells: list[Cell],
-                timeout: float) -> tuple[dict[Any, dict[str, Any]], str, list[str], list[tuple[Any, str]]]:
+                timeout: float) -> tuple[dict[Any, dict[str, Any]], Any, list[str], list[tuple[Any, str]]]:
     data, ended = pool.run_plan(plan, timeout)
     outcome = sandbox.Outcome(ended.returncode, "", 0.0, ended.stopped, sandbox.Limits(wall_seconds=timeout))
     return _read_results(data, keys, cells, outcome)
@@ -440,7 +442,7 @@ EXTRA_LINES = 64
 
 
 def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
-                  outcome: sandbox.Outcome) -> tuple[dict[Any, dict[str, Any]], str, list[str], list[tuple[Any, str]]]:
+                  outcome: sandbox.Outcome) -> tuple[dict[Any, dict[str, Any]], Any, list[str], list[tuple[Any, str]]]:
     """The reports in the order they were sent. Once anything was flagged, every later observation is marked
     ``flagged`` (it may be forged): those checks score 0, and the flags are returned for the instructor."""
     reported: dict[Any, dict[str, Any]] = {}
@@ -482,8 +484,14 @@ def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
                 reported[("raised", key)] = {k: entry.get(k) for k in ("error", "line", "code")}
     problem = ""
     if outcome.stopped or outcome.returncode not in (0, None):
-        reason = outcome.reason or say("reason_early")
         where = next((c for c in cells if (c.index if c.index >= 0 else ("missing", c.grade_id)) == running), None)
-        problem = (say("stopped_while", reason=reason, cell=where.grade_id or where.index) if where
-                   else say("stopped", reason=reason))
+
+        def stopped() -> str:
+            reason = outcome.reason or say("reason_early")
+            return (say("stopped_while", reason=reason, cell=where.grade_id or where.index) if where
+                    else say("stopped", reason=reason))
+
+        problem = stopped()
+        with messages.using("en"):  # the instructor's terminal stays English whatever the notebook's language
+            problem = (problem, stopped())
     return reported, problem, sorted(set(restored)), flags[:50]

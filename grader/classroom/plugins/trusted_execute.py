@@ -168,7 +168,7 @@ class TrustedExecute(NbGraderPreprocessor):
         if result.flags:
             self.log.warning("%s", say("flagged_notebook", name=name, what=flags_text(result.flags)))
         if (result.problem and not unreadable) or result.restored:  # (an unreadable one: said when it was read)
-            self.log.warning("%s: %s", name, "; ".join(filter(None, [result.problem, *(
+            self.log.warning("%s: %s", name, "; ".join(filter(None, [result.problem_for_instructor or result.problem, *(
                 ["restored " + ", ".join(result.restored)] if result.restored else [])])))
         self.log.info("%s: %g/%g points (trusted grading, %.1f s)", name, result.score, result.max_score, result.seconds)
         return nb, resources
