@@ -352,12 +352,14 @@ def test_notebook_4_section_headings_are_those_the_grader_points_to():
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_solution_notebook_runs_top_to_bottom_without_error_or_stderr(name, assignment, tmp_path):
+def test_solution_notebook_runs_top_to_bottom_without_error_or_stderr(name, assignment, tmp_path, monkeypatch):
     """pytorch/tutorials' rule: a notebook that silently did not run is a failure. The Chinese notebooks too: their
     code is the English code (tests/test_release.py), but a translated docstring or comment could still break a
-    demo's output or an assert's message."""
+    demo's output or an assert's message, and their self-checks speak Chinese (the kernel is told its notebook as
+    jupyter_server tells it: a demo asserting the grader's English words failed there)."""
     from nbclient import NotebookClient
 
+    monkeypatch.setenv("JPY_SESSION_NAME", str(REPO / "solutions" / assignment / name))
     nb = read(REPO / "solutions" / assignment / name)
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     stderr = [(nbgrader_meta(c).get("grade_id") or i, o.get("text", "")[:300])
