@@ -189,37 +189,3 @@ def test_autograde_and_feedback_and_report_take_the_chinese_assignment(tmp_path)
     with pytest.raises(SystemExit) as refused:
         course.autograde(tmp_path, "autograd-fr")
     assert "its assignments: autograd, autograd-zh" in str(refused.value)
-
-
-@pytest.mark.slow
-def test_nbgrader_autogrades_chinese_notebooks_to_the_english_scores(tmp_path_factory):
-    """Students of the demo class handing in the Chinese notebooks (their catalogued mistakes pasted in the answer
-    cells) get exactly the scores the English notebooks get them (tests/test_course.py's expectations)."""
-    import os
-    import subprocess
-    import sys
-    import tempfile
-
-    from test_course import _fresh_clone, expected_scores
-    from grader.classroom import course
-
-    folder = Path(tempfile.mkdtemp(prefix="zh-class-"))
-    os.chmod(folder, 0o755)  # the sandbox user reaches it (pytest's tmp_path is private to root)
-    try:
-        clone = _fresh_clone(folder / "clone")
-        students = course.class_answers(REPO / "examples" / "students.toml", course.answer_sources(ENGLISH),
-                                        REPO / "examples" / "mistakes")
-        chosen = ("ada", "chen", "dara")
-        for student in chosen:
-            course.build_submission(clone / "notebooks" / "autograd-zh", students[student],
-                                    clone / "submitted" / student / "autograd-zh")
-        done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--assignment", "autograd-zh"],
-                              cwd=clone, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=900, env={**os.environ, "PYTHONPATH": ""})
-        assert done.returncode == 0, done.stdout[-4000:]
-        got = course.gradebook_scores(f"sqlite:///{clone / 'gradebook.db'}", "autograd-zh")
-        expected = expected_scores()
-        for student in chosen:
-            assert {e: got[student][e][0] for e in expected[student]} == expected[student], student
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)

@@ -17,7 +17,6 @@ import tempfile
 import textwrap
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -61,20 +60,37 @@ def _reports(data: bytes) -> list[dict[str, Any]]:
     return found
 
 
-def _run_in_one_worker(sources: list[str], timeout: float = 20) -> list[tuple[list[dict[str, Any]], Any]]:
-    """Each source as a one-cell notebook, in order, in a pool of one worker: [(reports, outcome)]."""
+# One pool of ONE worker for the whole module, as a grading run keeps one pool for a whole class: every test's
+# notebooks run on the worker the notebooks of the tests before it left (or on the fresh one the pool put in its
+# place), so each test also shows that nothing an earlier attack did costs a later notebook. (A pool per test
+# spent 2 s of CPU starting its worker: a minute of the suite.)
+_SHARED: dict[str, Any] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_worker_pool():
     from grader.isolation.pool import Pool
 
-    hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))
+    hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))  # the pool hides it: submissions are built there
     try:
         with Pool(hide=[hidden], workers=1) as pool:
-            out = []
-            for source in sources:
-                data, outcome = pool.run_plan([{"kind": "code", "index": 0, "source": source, "restricted": False}], timeout)
-                out.append((_reports(data), outcome))
-            return out
+            _SHARED.update(pool=pool, hidden=hidden)
+            yield pool
     finally:
+        _SHARED.clear()
         shutil.rmtree(hidden, ignore_errors=True)
+
+
+def _one_cell_notebooks(sources: list[str], timeout: float) -> list[tuple[bytes, Any]]:
+    """Each source as a one-cell notebook, in order, on the module's worker: [(what it reported, outcome)]."""
+    pool = _SHARED["pool"]
+    return [pool.run_plan([{"kind": "code", "index": 0, "source": source, "restricted": False}], timeout)
+            for source in sources]
+
+
+def _run_in_one_worker(sources: list[str], timeout: float = 20) -> list[tuple[list[dict[str, Any]], Any]]:
+    """Each source as a one-cell notebook, in order, in the pool of one worker: [(reports, outcome)]."""
+    return [(_reports(data), outcome) for data, outcome in _one_cell_notebooks(sources, timeout)]
 
 
 def _answers(case_file: str) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -90,25 +106,20 @@ def _grade_in_one_worker(students: list[tuple[str, dict[str, str], str]],
                          timeout: float = 20) -> list[dict[str, Any]]:
     """Grade (name, answer cells, notebook) one after the other in a pool of ONE worker, as nbgrader's plugin
     does (``runner.grade_cells`` with the pool); [{exercise: points}, problem] per notebook."""
-    from grader.isolation.pool import Pool
-
-    hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))
+    pool, hidden = _SHARED["pool"], _SHARED["hidden"]
+    folder = hidden / uuid.uuid4().hex[:8]
     results = []
-    try:
-        with Pool(hide=[hidden], workers=1) as pool:
-            for name, answers, notebook in students:
-                built = hidden / name
-                course.build_submission(RELEASE, answers, built)
-                submitted = nbformat.read(str(built / notebook), as_version=4)
-                instructor = nbformat.read(str(SOLUTIONS / notebook), as_version=4)
-                cells = runner.cells_to_run(submitted, runner.instructor_cells(instructor), policy=False)  # the layers beneath the policy
-                result = runner.grade_cells(f"{name}/{notebook}", cells, "the gradebook", timeout, False, [hidden], pool)
-                data = result.as_dict()
-                results.append({"student": name, "scores": {e: v["score"] for e, v in data["exercises"].items()},
-                                "problem": data["problem"], "flags": data.get("flags")})
-        return results
-    finally:
-        shutil.rmtree(hidden, ignore_errors=True)
+    for name, answers, notebook in students:
+        built = folder / name
+        course.build_submission(RELEASE, answers, built)
+        submitted = nbformat.read(str(built / notebook), as_version=4)
+        instructor = nbformat.read(str(SOLUTIONS / notebook), as_version=4)
+        cells = runner.cells_to_run(submitted, runner.instructor_cells(instructor), policy=False)  # the layers beneath the policy
+        result = runner.grade_cells(f"{name}/{notebook}", cells, "the gradebook", timeout, False, [hidden], pool)
+        data = result.as_dict()
+        results.append({"student": name, "scores": {e: v["score"] for e, v in data["exercises"].items()},
+                        "problem": data["problem"], "flags": data.get("flags")})
+    return results
 
 
 def _honest(name: str, marker: str = "", extra: str = "") -> tuple[str, dict[str, str], str]:
@@ -515,19 +526,9 @@ s.close()
 
 
 def _run_events(sources: list[str], timeout: float = 20) -> list[tuple[list[dict[str, Any]], Any]]:
-    """Each source as a one-cell notebook in a pool of one worker: [(every event it reported, outcome)]."""
-    from grader.isolation.pool import Pool
-
-    hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))
-    try:
-        with Pool(hide=[hidden], workers=1) as pool:
-            out = []
-            for source in sources:
-                data, outcome = pool.run_plan([{"kind": "code", "index": 0, "source": source, "restricted": False}], timeout)
-                out.append(([json.loads(line) for line in data.decode().splitlines() if line.strip()], outcome))
-            return out
-    finally:
-        shutil.rmtree(hidden, ignore_errors=True)
+    """Each source as a one-cell notebook in the pool of one worker: [(every event it reported, outcome)]."""
+    return [([json.loads(line) for line in data.decode().splitlines() if line.strip()], outcome)
+            for data, outcome in _one_cell_notebooks(sources, timeout)]
 
 
 # --- 6. no honest answer is ever flagged ---------------------------------------------------------------
@@ -549,25 +550,17 @@ def test_no_catalogued_answer_is_flagged_or_has_anything_restored():
     for entry in entries:
         exercise = entry.read_text().split("\n", 1)[0].removeprefix("# exercise:").strip()
         jobs.append((entry.name, notebook_of[exercise], {exercise: course.mistake_source(entry)}))
-    from grader.isolation.pool import Pool
-
-    hidden = Path(tempfile.mkdtemp(prefix="attack-hidden-"))
-    try:
-        with Pool(hide=[hidden]) as pool, ThreadPoolExecutor(max_workers=pool.size) as threads:
-            def grade(job):
-                name, path, answers = job
-                notebook = nbformat.read(str(path), as_version=4)
-                for cell in notebook.cells:
-                    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-                    if grade_id in answers:
-                        cell.source = answers[grade_id]
-                trusted = runner.instructor_cells(nbformat.read(str(path), as_version=4))
-                return name, runner.grade_cells(name, runner.cells_to_run(notebook, trusted, policy=False), "solutions", 60,
-                                                pool=pool)
-
-            results = list(threads.map(grade, jobs))
-    finally:
-        shutil.rmtree(hidden, ignore_errors=True)
+    pool = _SHARED["pool"]
+    results = []
+    for name, path, answers in jobs:
+        notebook = nbformat.read(str(path), as_version=4)
+        for cell in notebook.cells:
+            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            if grade_id in answers:
+                cell.source = answers[grade_id]
+        trusted = runner.instructor_cells(nbformat.read(str(path), as_version=4))
+        results.append((name, runner.grade_cells(name, runner.cells_to_run(notebook, trusted, policy=False), "solutions",
+                                                 60, pool=pool)))
     assert len(results) == len(jobs) > 30
     flagged = {name: result.flags for name, result in results if result.flags}
     restored = {name: result.restored for name, result in results if result.restored}
@@ -754,11 +747,12 @@ while True:  # until stopped: new connections faster than a worker that waits on
         held.pop(0).close()
     time.sleep(0.01)
 """
+    limit = 6  # seconds (the old code took 2 x (limit + 30) s)
     started = time.monotonic()
-    (_, stalled), (after, outcome) = _run_events([stall, "print('next')"], timeout=12)
+    (_, stalled), (after, outcome) = _run_events([stall, "print('next')"], timeout=limit)
     seconds = time.monotonic() - started
     assert stalled.stopped == "timeout", stalled
-    assert seconds < 12 + 25, f"the stalling notebook held its worker {seconds:.0f} s (limit 12 s)"
+    assert seconds < limit + 25, f"the stalling notebook held its worker {seconds:.0f} s (limit {limit} s)"
     assert any(e.get("event") == "done" and not e.get("error") for e in after), (after, outcome)
 
 
