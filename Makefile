@@ -145,7 +145,7 @@ lab: $(STAMP) system-packages ## JupyterLab on your working copy work/autograd/ 
 TEST_JOBS ?= 2
 
 test: install ## run the whole test suite (slow end-to-end tests included), in TEST_JOBS=2 processes
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --durations=15
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder --durations=15
 
 test-fast: $(STAMP) ## run the tests that take seconds (skips kernels and nbgrader)
 	$(BIN)/python -m pytest -m "not slow"

@@ -50,3 +50,15 @@ def test_in_ci_a_test_that_would_skip_fails_and_says_what_is_missing(tmp_path):
     assert "1 xfailed" in required.stdout and "skipped" not in required.stdout.splitlines()[-1], required.stdout
     for reason in ("sandbox unavailable: bwrap cannot create a user namespace", "no PostgreSQL server can run here"):
         assert f"({reason}), and {REQUIRE_EVERY_TEST}=1 (CI) runs every test" in required.stdout, required.stdout
+
+
+def test_the_files_make_test_starts_first_exist_and_make_test_keeps_that_order():
+    """conftest.LONGEST_FIRST names the slowest files, which `make test` starts first: a renamed file would silently
+    go back to pytest's order (and, with xdist's default reordering by test count, the 4-test, 80-second shared
+    server round trip ran last, alone, for the suite's last minute and a half)."""
+    from conftest import LONGEST_FIRST
+
+    missing = [name for name in LONGEST_FIRST if not (REPO / "tests" / name).is_file()]
+    assert not missing, f"conftest.LONGEST_FIRST names files that are not in tests/: {missing}"
+    recipe = subprocess.run(["make", "-n", "test"], cwd=REPO, capture_output=True, text=True).stdout
+    assert "--dist loadfile --no-loadscope-reorder" in recipe, recipe

@@ -534,9 +534,11 @@ def _run_events(sources: list[str], timeout: float = 20) -> list[tuple[list[dict
 # --- 6. no honest answer is ever flagged ---------------------------------------------------------------
 
 
-def test_no_catalogued_answer_is_flagged_or_has_anything_restored():
+def test_no_catalogued_answer_is_flagged_refused_or_has_anything_restored():
     """Every answer of examples/ (mistakes and correct alternatives) and the instructor's own, graded in the pool
-    as submissions: the audit hook flags none of them, and the guard puts back nothing they did not patch."""
+    as submissions, under the course's policy: the policy refuses none of them, the audit hook flags none, the guard
+    puts back nothing they did not patch, and the solutions and the alternatives (right answers written another way)
+    get full marks for their exercise."""
     solutions_dir = SOLUTIONS
     solutions = course.answer_sources(solutions_dir)
     entries = sorted((course.REPO / "examples").glob("*/*.py"))
@@ -547,9 +549,12 @@ def test_no_catalogued_answer_is_flagged_or_has_anything_restored():
             if meta.get("solution"):
                 notebook_of[meta["grade_id"]] = path
     jobs = [("solutions", path, {}) for path in sorted(solutions_dir.glob("*.ipynb"))]
+    right = {}  # alternative -> its exercise
     for entry in entries:
         exercise = entry.read_text().split("\n", 1)[0].removeprefix("# exercise:").strip()
         jobs.append((entry.name, notebook_of[exercise], {exercise: course.mistake_source(entry)}))
+        if entry.parent.name == "alternatives":
+            right[entry.name] = exercise
     pool = _SHARED["pool"]
     results = []
     for name, path, answers in jobs:
@@ -559,14 +564,21 @@ def test_no_catalogued_answer_is_flagged_or_has_anything_restored():
             if grade_id in answers:
                 cell.source = answers[grade_id]
         trusted = runner.instructor_cells(nbformat.read(str(path), as_version=4))
-        results.append((name, runner.grade_cells(name, runner.cells_to_run(notebook, trusted, policy=False), "solutions",
-                                                 60, pool=pool)))
-    assert len(results) == len(jobs) > 30
+        results.append((name, runner.grade_cells(name, runner.cells_to_run(notebook, trusted), "solutions", 60,
+                                                 pool=pool)))
+    assert len(results) == len(jobs) > 30 and len(right) >= 10
+    refused = {name: result.problem or "a cell" for name, result in results
+               if "not available in graded code" in json.dumps(result.as_dict(), ensure_ascii=False)}
     flagged = {name: result.flags for name, result in results if result.flags}
     restored = {name: result.restored for name, result in results if result.restored}
+    assert not refused, f"the policy refused honest answers: {refused}"
     assert not flagged, f"honest answers were flagged: {flagged}"
     assert not restored, f"the guard reports patches no honest answer made: {restored}"
     assert all(r.score == r.max_score for name, r in results if name == "solutions")
+    exercises = {name: result.as_dict()["exercises"] for name, result in results}
+    short = {name: exercises[name][exercise] for name, exercise in right.items()
+             if exercises[name][exercise]["score"] != exercises[name][exercise]["max_score"]}
+    assert not short, f"right answers written another way lost points: {short}"
 
 
 # --- 7. what the student's cells show comes back, capped and harmless ----------------------------------
