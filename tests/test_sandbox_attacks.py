@@ -548,7 +548,7 @@ def test_no_catalogued_answer_is_flagged_refused_or_has_anything_restored():
             meta = cell.get("metadata", {}).get("nbgrader", {})
             if meta.get("solution"):
                 notebook_of[meta["grade_id"]] = path
-    jobs = [("solutions", path, {}) for path in sorted(solutions_dir.glob("*.ipynb"))]
+    jobs = [("solutions", path, {}) for path in sorted(solutions_dir.glob("*.ipynb"))]  # whole: every cell
     right = {}  # alternative -> its exercise
     for entry in entries:
         exercise = entry.read_text().split("\n", 1)[0].removeprefix("# exercise:").strip()
@@ -564,8 +564,12 @@ def test_no_catalogued_answer_is_flagged_refused_or_has_anything_restored():
             if grade_id in answers:
                 cell.source = answers[grade_id]
         trusted = runner.instructor_cells(nbformat.read(str(path), as_version=4))
-        results.append((name, runner.grade_cells(name, runner.cells_to_run(notebook, trusted), "solutions", 60,
-                                                 pool=pool)))
+        cells = runner.cells_to_run(notebook, trusted)
+        if answers:  # up to the answer's last graded cell: what follows is the instructor's, graded with "solutions"
+            (exercise,) = answers
+            last = max(k for k, cell in enumerate(cells) if runner.exercise_of(cell.grade_id) == exercise)
+            cells = cells[:last + 1]
+        results.append((name, runner.grade_cells(name, cells, "solutions", 60, pool=pool)))
     assert len(results) == len(jobs) > 30 and len(right) >= 10
     refused = {name: result.problem or "a cell" for name, result in results
                if "not available in graded code" in json.dumps(result.as_dict(), ensure_ascii=False)}
