@@ -24,7 +24,7 @@ pytest_plugins = ["require_every_test"]
 # both processes, not one of them finishing a long file alone. Only an order: a file missing here runs later.
 LONGEST_FIRST = ("test_cluster.py", "test_adversarial.py", "test_shared.py", "test_grading_day.py",
                  "test_sandbox_attacks.py", "test_notebooks.py", "test_feedback_language.py",
-                 "test_gradebook_postgres.py", "test_cli.py", "test_browser.py", "test_fixed_costs.py")
+                 "test_cli.py", "test_browser.py", "test_fixed_costs.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -19,6 +19,7 @@ package with a challenge the worker cannot answer without the same sources, even
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -75,6 +76,9 @@ STUDENTS = [(klass, case) for klass in CLASSES for case in dask_students(klass)]
 FLAGGED = [(klass, case) for klass, case in STUDENTS if case.flagged is not None]
 AFTER = [(klass, case, check) for klass, case in STUDENTS for check in case.after]
 from test_course import expected_scores
+from test_gradebook_postgres import JOBS, postgres_url  # noqa: F401 (a fixture: PostgreSQL, started for this module)
+from test_gradebook_postgres import _env as pg_env, _gradebook as pg_gradebook, _run as pg_run
+from test_gradebook_postgres import _verdicts as pg_cell_outputs
 
 needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
 # The scheduler, two workers and their nannies share this machine's 2 cores with the sandboxes and the judge (on a
@@ -343,24 +347,71 @@ def _graded_lines(log: str) -> list[str]:
 
 @pytest.mark.slow
 @needs_sandbox
-def test_the_demo_class_graded_on_dask_workers_gets_the_local_pools_verdicts(loopback, workdir, template, demo_run):
-    demo, code, out = demo_run  # the demo class graded by the local pool (`python -m grader.course demo`, shared)
-    assert code == 0, out[-3000:]
-    local = demo / "course"
-    total = _demo_course(workdir / "demo-dask", template)
-    assert total == sum(1 for _ in (local / "submitted").glob(f"*/{course.ASSIGNMENT}/*.ipynb"))
-    code, log, dask_seconds = _autograde(workdir / "demo-dask", _on(loopback.address))
-    assert code == 0, log[-3000:]
-    print(f"demo class, {total} notebooks: loopback Dask {dask_seconds:.1f} s")
-    assert "ERROR" not in log, log[-3000:]
-    assert f"grading on the Dask cluster at {loopback.address}: 2 workers, 2 threads" in log, log[-3000:]
+def test_the_demo_class_by_three_processes_on_dask_into_postgresql_gets_the_local_pools_gradebook(
+        loopback, workdir, template, demo_run, postgres_url):
+    """The scale-out the README gives a big class (`make autograde JOBS=N DB_URL=postgresql+psycopg://...` with
+    GRADER_SCHEDULER set): 3 nbgrader processes over disjoint students, their notebooks graded on the Dask workers,
+    one PostgreSQL gradebook (issue 10, parts 1 and 2, together). Every student x notebook x cell gets the score, the
+    comment and the verdict that one process on the local pool wrote to SQLite (conftest's demo_run), each notebook is
+    graded once, and the score table, the class report, feedback and `nbgrader export` read the PostgreSQL gradebook."""
+    demo, code, single = demo_run  # the demo class graded by the local pool (`python -m grader.course demo`, shared)
+    assert code == 0, single[-3000:]
+    one, many = workdir / "demo-local", workdir / "demo-dask-postgres"
+    shutil.copytree(demo / "course", one, symlinks=True)  # (a copy: the report below writes into the course)
+    total = _demo_course(many, template)
+    students = sorted(path.name for path in (many / "submitted").iterdir())
+    assert total == sum(1 for _ in (one / "submitted").glob(f"*/{course.ASSIGNMENT}/*.ipynb"))
+    (many / "gradebook.db").unlink()  # the PostgreSQL database starts empty: autograde puts the assignment in it
 
-    scores = course.gradebook_scores(f"sqlite:///{workdir / 'demo-dask' / 'gradebook.db'}")
-    assert scores == course.gradebook_scores(f"sqlite:///{local / 'gradebook.db'}")
-    assert {s: {e: got for e, (got, _) in row.items()} for s, row in scores.items()} == expected_scores()
-    local_verdicts = _verdicts(local)
-    assert len(local_verdicts) == total and _verdicts(workdir / "demo-dask") == local_verdicts
-    assert sorted(_graded_lines(log)) == sorted(set(_graded_lines(log))) and len(_graded_lines(log)) == total
+    env = {**pg_env(GRADER_DB_URL=postgres_url), **{k: v for k, v in _on(loopback.address).items()
+                                                     if k in (cluster.ENV, cluster.TLS_ENV)}}
+    started = time.monotonic()
+    shared = pg_run([sys.executable, "-m", "grader.course", "autograde", "--root", str(many), "--jobs", str(JOBS)], env)
+    print(f"demo class, {total} notebooks: {JOBS} processes on loopback Dask, PostgreSQL, "
+          f"{time.monotonic() - started:.1f} s")
+    assert f"{JOBS} nbgrader processes record them" in shared and "given the assignment" in shared, shared
+    assert f"{total}/{total} notebooks graded" in shared, shared
+    graded_by, lines = {}, []
+    for number in range(1, JOBS + 1):
+        log = (many / f"nbgrader-job{number}.log").read_text()
+        assert "(exit status 0" in log and "ERROR" not in log, log[-3000:]
+        assert f"grading on the Dask cluster at {loopback.address}: 2 workers" in log, log[-3000:]
+        graded_by[f"job {number}"] = {line.split("/", 1)[0] for line in _graded_lines(log)}
+        lines += _graded_lines(log)
+    assert all(graded_by.values()), graded_by
+    assert sorted(s for graded in graded_by.values() for s in graded) == students, f"one process each: {graded_by}"
+    assert sorted(lines) == sorted(set(lines)) and len(lines) == total, "each notebook graded once"
+    assert not (many / "gradebook.db").exists(), "no SQLite gradebook on the side"
+
+    # the same gradebook, cell by cell; the same saved verdicts; the same outputs in the autograded notebooks
+    expected, got = pg_gradebook(f"sqlite:///{one / 'gradebook.db'}"), pg_gradebook(postgres_url)
+    assert {key[0] for key in expected} == set(students)
+    assert got == expected, {k: (expected.get(k), got.get(k)) for k in set(expected) | set(got)
+                             if expected.get(k) != got.get(k)}
+    assert _verdicts(many) == _verdicts(one) and len(_verdicts(many)) == total
+    assert pg_cell_outputs(many) == pg_cell_outputs(one)
+    assert {s: {e: got for e, (got, _) in row.items()} for s, row in
+            course.gradebook_scores(postgres_url).items()} == expected_scores()
+
+    # the score table, the class report, feedback and nbgrader export read the PostgreSQL gradebook
+    table = [line for line in shared.splitlines() if line.split(" ", 1)[0] in students]
+    assert table == [line for line in single.splitlines() if line.split(" ", 1)[0] in students]
+    assert len(table) == len(students)
+    scores = pg_run([sys.executable, "-m", "grader.course", "scores", "--root", str(many)], env)
+    assert [line for line in scores.splitlines() if line.split(" ", 1)[0] in students] == table
+    pg_run([sys.executable, "-m", "grader.report", "--root", str(many), "--assignment", course.ASSIGNMENT], env)
+    pg_run([sys.executable, "-m", "grader.report", "--root", str(one), "--assignment", course.ASSIGNMENT], pg_env())
+    assert (many / "reports" / "scores.csv").read_text() == (one / "reports" / "scores.csv").read_text()
+    assert (many / "reports" / "diagnoses.csv").read_text() == (one / "reports" / "diagnoses.csv").read_text()
+    pg_run(course.nbgrader_command("generate_feedback", course.ASSIGNMENT, f"--CourseDirectory.root={many}",
+                                   "--student", students[0]), env)  # (one student's pages: the gradebook is read)
+    pages = sorted(p.relative_to(many / "feedback") for p in (many / "feedback").glob("*/*/*.html"))
+    assert len(pages) == total // len(students) and all(str(p).startswith(students[0]) for p in pages), pages
+    pg_run(course.nbgrader_command("export", f"--CourseDirectory.root={many}",
+                                   f"--CsvExportPlugin.to={many / 'grades.csv'}"), env)
+    with open(many / "grades.csv", newline="") as f:
+        exported = {row["student_id"]: float(row["score"]) for row in csv.DictReader(f)}
+    assert exported == {s: sum(v[0] for k, v in expected.items() if k[0] == s) for s in students}
 
 
 @pytest.mark.slow

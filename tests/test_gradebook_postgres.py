@@ -1,20 +1,19 @@
 """Several nbgrader processes, one PostgreSQL gradebook (issue 10, part 2): `make autograde JOBS=N`.
 
-A PostgreSQL server started by the test (Debian's initdb and pg_ctl, in a temporary folder, as an unprivileged
-user, on a Unix socket only; skipped with the reason where PostgreSQL is not installed) holds the gradebook while 3
-nbgrader processes autograde disjoint groups of the demo class: every student × notebook × cell gets the score,
-the comment and the verdict a single process writing a SQLite gradebook gives. The score table, feedback, the
-class report and `nbgrader export` then read the PostgreSQL gradebook. SQLite is refused for more than one
-process, in one line that says what to do.
+Here: splitting the class into disjoint groups, refusing SQLite for more than one process in one line that says what
+to do, hiding a gradebook's socket from the sandbox, and the PostgreSQL server a test starts (``postgres_url``:
+Debian's initdb and pg_ctl, in a temporary folder, as an unprivileged user, on a Unix socket only; skipped with the
+reason where PostgreSQL is not installed, and failing instead in CI). The end-to-end run, 3 nbgrader processes
+writing one PostgreSQL gradebook with their notebooks graded on Dask workers, which must equal the gradebook one
+process writes to SQLite cell by cell, with the score table, feedback, the class report and `nbgrader export`
+reading it, is in tests/test_cluster.py (the scale-out the README gives a big class, tested as a whole).
 """
 
 from __future__ import annotations
 
-import csv
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -23,7 +22,6 @@ import pytest
 
 from grader.classroom import course, postgres
 from grader.isolation import sandbox
-from test_adversarial import AVAILABLE, WHY, _template
 
 REPO = course.REPO
 JOBS = 3
@@ -130,68 +128,3 @@ def _verdicts(root: Path) -> dict[tuple[str, str, str], list]:
             if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
                 found[(path.parent.parent.name, path.stem, meta["grade_id"])] = cell.outputs
     return found
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
-def test_three_processes_on_postgresql_write_the_gradebook_one_process_writes(postgres_url, tmp_path, demo_run):
-    template = _template(tmp_path / "base")
-    students = course.class_answers(REPO / "examples" / "students.toml",
-                                    course.answer_sources(REPO / "solutions" / course.ASSIGNMENT),
-                                    REPO / "examples" / "mistakes")
-    one, many = tmp_path / "sqlite-1-process", tmp_path / f"postgres-{JOBS}-processes"
-    # One process on a SQLite gradebook: the demo class as `python -m grader.course demo` graded it (conftest.py's
-    # demo_run, shared with the files that read it; copied, as the report below writes into the course).
-    demo, code, single = demo_run
-    assert code == 0, single[-5000:]
-    shutil.copytree(demo / "course", one, symlinks=True)
-    shutil.copytree(template, many, symlinks=True)
-    for student, answers in students.items():
-        course.build_submission(many / "release" / course.ASSIGNMENT, answers,
-                                many / "submitted" / student / course.ASSIGNMENT)
-    (many / "gradebook.db").unlink()  # the PostgreSQL database starts empty: autograde puts the assignment in it
-
-    pg = _env(GRADER_DB_URL=postgres_url)
-    shared = _run([sys.executable, "-m", "grader.course", "autograde", "--root", str(many), "--jobs", str(JOBS)], pg)
-
-    # 3 processes, each over its own students, all of them graded once
-    assert f"{JOBS} nbgrader processes record them" in shared and "given the assignment" in shared, shared
-    notebooks = len(students) * len(list((template / "release" / course.ASSIGNMENT).glob("*.ipynb")))
-    assert f"{notebooks}/{notebooks} notebooks graded" in shared, shared
-    graded_by: dict[str, set[str]] = {}
-    for number in range(1, JOBS + 1):
-        log = (many / f"nbgrader-job{number}.log").read_text()
-        assert "(exit status 0" in log, log[-3000:]
-        graded = {line.split("] ", 1)[1].split("/", 1)[0] for line in log.splitlines() if "(trusted grading" in line}
-        graded_by[f"job {number}"] = graded
-    assert all(graded_by.values()), graded_by
-    everyone = [s for graded in graded_by.values() for s in graded]
-    assert sorted(everyone) == sorted(students), f"each student in exactly one process: {graded_by}"
-    assert not (many / "gradebook.db").exists(), "no SQLite gradebook on the side"
-
-    # the same gradebook, cell by cell, and the same verdicts in the autograded notebooks
-    expected, got = _gradebook(f"sqlite:///{one / 'gradebook.db'}"), _gradebook(postgres_url)
-    assert {key[0] for key in expected} == set(students)
-    assert got == expected, {k: (expected.get(k), got.get(k)) for k in set(expected) | set(got)
-                             if expected.get(k) != got.get(k)}
-    assert _verdicts(many) == _verdicts(one)
-
-    # the score table, the class report, feedback and nbgrader export read the PostgreSQL gradebook
-    table = [line for line in shared.splitlines() if line.split(" ", 1)[0] in students]
-    assert table == [line for line in single.splitlines() if line.split(" ", 1)[0] in students]
-    assert len(table) == len(students)
-    scores = _run([sys.executable, "-m", "grader.course", "scores", "--root", str(many)], pg)
-    assert [line for line in scores.splitlines() if line.split(" ", 1)[0] in students] == table
-    _run([sys.executable, "-m", "grader.report", "--root", str(many), "--assignment", course.ASSIGNMENT], pg)
-    _run([sys.executable, "-m", "grader.report", "--root", str(one), "--assignment", course.ASSIGNMENT], _env())
-    assert (many / "reports" / "scores.csv").read_text() == (one / "reports" / "scores.csv").read_text()
-    assert (many / "reports" / "diagnoses.csv").read_text() == (one / "reports" / "diagnoses.csv").read_text()
-    _run(course.nbgrader_command("generate_feedback", course.ASSIGNMENT, f"--CourseDirectory.root={many}"), pg)
-    pages = sorted(p.relative_to(many / "feedback") for p in (many / "feedback").glob("*/*/*.html"))
-    assert len(pages) == notebooks, pages
-    _run(course.nbgrader_command("export", f"--CourseDirectory.root={many}", f"--CsvExportPlugin.to={many / 'grades.csv'}"),
-         pg)
-    with open(many / "grades.csv", newline="") as f:
-        exported = {row["student_id"]: float(row["score"]) for row in csv.DictReader(f)}
-    totals = {s: sum(v[0] for k, v in expected.items() if k[0] == s) for s in students}
-    assert exported == totals

@@ -540,7 +540,6 @@ def test_no_catalogued_answer_is_flagged_refused_or_has_anything_restored():
     puts back nothing they did not patch, and the solutions and the alternatives (right answers written another way)
     get full marks for their exercise."""
     solutions_dir = SOLUTIONS
-    solutions = course.answer_sources(solutions_dir)
     entries = sorted((course.REPO / "examples").glob("*/*.py"))
     notebook_of = {}
     for path in sorted(solutions_dir.glob("*.ipynb")):
