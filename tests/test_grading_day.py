@@ -27,20 +27,25 @@ REPO = course.REPO
 RELEASE = REPO / "notebooks" / course.ASSIGNMENT
 
 
-def _course(folder: Path, students: dict[str, str], slow: str = "") -> Path:
-    """A course folder: solutions/ and make's inputs linked, submitted/<student>/<folder>/ built from the release;
-    the ``slow`` student's last notebook takes seconds more (a sleep before the hvp answer: waiting, not computing,
-    so the rest of the suite keeps the cores)."""
+def _course(folder: Path, students: dict[str, str]) -> Path:
+    """A course folder: solutions/ and make's inputs linked, submitted/<student>/<folder>/ built from the release."""
     folder.mkdir(parents=True)
     os.chmod(folder, 0o755)
     for name in ("solutions", ".venv", "requirements.lock", "pyproject.toml"):
         os.symlink(REPO / name, folder / name)
-    answers = course.answer_sources(SOLUTIONS)
     for student, where in students.items():
-        own = {**answers, "hvp": "import time\ntime.sleep(6)\n" + answers["hvp"]} if student == slow \
-            else answers
-        course.build_submission(RELEASE, own, folder / "submitted" / student / where)
+        _hand_in(folder, student, where)
     return folder
+
+
+def _hand_in(folder: Path, student: str, where: str = "autograd", slow: bool = False) -> None:
+    """The instructor's answers as ``student``'s submission; ``slow``: the last notebook takes seconds more (a sleep
+    before the hvp answer: waiting, not computing, so the rest of the suite keeps the cores)."""
+    answers = course.answer_sources(SOLUTIONS)
+    if slow:
+        answers["hvp"] = "import time\ntime.sleep(6)\n" + answers["hvp"]
+    shutil.rmtree(folder / "submitted" / student / where, ignore_errors=True)
+    course.build_submission(RELEASE, answers, folder / "submitted" / student / where)
 
 
 @pytest.fixture
@@ -141,7 +146,7 @@ def _wait_for(predicate, timeout: float = 300, what: str = "") -> None:
 def test_ctrl_c_leaves_every_student_recorded_completely_or_as_before(scratch):
     from nbgrader.api import Gradebook
 
-    root = _course(scratch / "course", {s: "autograd" for s in ("ann", "ben", "cat")}, slow="ben")
+    root = _course(scratch / "course", {s: "autograd" for s in ("ann", "ben", "cat")})
     first = make(root, "autograde")
     assert first.returncode == 0, first.stdout[-3000:]
     db_url = f"sqlite:///{root / 'gradebook.db'}"
@@ -153,6 +158,7 @@ def test_ctrl_c_leaves_every_student_recorded_completely_or_as_before(scratch):
         gb.db.commit()
     before = _scores(root)
     (root / course.LOG_NAME).unlink()
+    _hand_in(root, "ben", slow=True)  # his last notebook now takes seconds: the Ctrl-C lands in the middle of him
 
     run = subprocess.Popen(["make", "--no-print-directory", "-f", str(REPO / "Makefile"), "autograde", "FORCE=1"],
                            cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
