@@ -322,15 +322,6 @@ def _demo_course(root: Path, template: Path) -> int:
     return sum(1 for _ in (root / "submitted").glob(f"*/{course.ASSIGNMENT}/*.ipynb"))
 
 
-def _autograde(root: Path, env: dict[str, str], timeout: float = 600) -> tuple[int, str, float]:
-    command = course.nbgrader_command("autograde", course.ASSIGNMENT, "--force", f"--CourseDirectory.root={root}",
-                                      "--CourseDirectory.release_directory=release", "--TrustedExecute.timeout=60")
-    started = time.monotonic()
-    done = subprocess.run(command, cwd=course.REPO, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=timeout)
-    return done.returncode, done.stdout + done.stderr, time.monotonic() - started
-
-
 def _verdicts(root: Path) -> dict[str, dict]:
     """'student/notebook' -> the saved verdicts (scores, messages, diagnoses), without the timings."""
     found = {}
@@ -363,8 +354,7 @@ def test_the_demo_class_by_three_processes_on_dask_into_postgresql_gets_the_loca
     assert total == sum(1 for _ in (one / "submitted").glob(f"*/{course.ASSIGNMENT}/*.ipynb"))
     (many / "gradebook.db").unlink()  # the PostgreSQL database starts empty: autograde puts the assignment in it
 
-    env = {**pg_env(GRADER_DB_URL=postgres_url), **{k: v for k, v in _on(loopback.address).items()
-                                                     if k in (cluster.ENV, cluster.TLS_ENV)}}
+    env = {**pg_env(GRADER_DB_URL=postgres_url), cluster.ENV: loopback.address, cluster.TLS_ENV: str(loopback.tls)}
     started = time.monotonic()
     shared = pg_run([sys.executable, "-m", "grader.course", "autograde", "--root", str(many), "--jobs", str(JOBS)], env)
     print(f"demo class, {total} notebooks: {JOBS} processes on loopback Dask, PostgreSQL, "
@@ -388,7 +378,8 @@ def test_the_demo_class_by_three_processes_on_dask_into_postgresql_gets_the_loca
     assert {key[0] for key in expected} == set(students)
     assert got == expected, {k: (expected.get(k), got.get(k)) for k in set(expected) | set(got)
                              if expected.get(k) != got.get(k)}
-    assert _verdicts(many) == _verdicts(one) and len(_verdicts(many)) == total
+    saved = _verdicts(many)
+    assert saved == _verdicts(one) and len(saved) == total
     assert pg_cell_outputs(many) == pg_cell_outputs(one)
     assert {s: {e: got for e, (got, _) in row.items()} for s, row in
             course.gradebook_scores(postgres_url).items()} == expected_scores()

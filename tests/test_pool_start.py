@@ -232,3 +232,52 @@ def test_the_font_list_is_built_once_readable_by_the_sandbox_user(tmp_path, monk
     stamp = built[0].stat().st_mtime_ns
     sandbox.prepare_font_lists()
     assert built[0].stat().st_mtime_ns == stamp, "built again although it was there"
+
+
+SPAWN_COUNTING_POOL = '''
+import os
+
+from grader.isolation.pool import Pool
+
+
+class SpawnCountingPool(Pool):
+    """The course's pool, writing a line each time it starts a sandboxed worker."""
+
+    def _spawn(self):
+        with open(os.environ["SPAWNS_FILE"], "a") as f:
+            f.write("worker\\n")
+        return super()._spawn()
+'''
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_nbgrader_run_directly_on_one_notebook_starts_one_worker_not_one_per_core(tmp_path):
+    """`nbgrader autograde` run directly (not through `make autograde`, whose early pool already started this way)
+    for a class of one notebook: one sandboxed worker starts, the second only if the class needed it. Old code:
+    every core's worker started at once, each paying seconds of warm-up (torch, torch._dynamo, pyplot) for nothing."""
+    import subprocess
+    import textwrap
+
+    from grader.classroom import course
+    from test_adversarial import _solution_cells, _template
+
+    root = tmp_path / "class"
+    shutil.copytree(_template(tmp_path / "base"), root, symlinks=True)
+    submitted = root / "submitted" / "ada" / course.ASSIGNMENT
+    course.build_submission(root / "release" / course.ASSIGNMENT, _solution_cells(), submitted)
+    for path in submitted.glob("*.ipynb"):
+        if path.name != "02_custom_function.ipynb":
+            path.unlink()
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "spawn_counting_pool.py").write_text(textwrap.dedent(SPAWN_COUNTING_POOL))
+    spawns = tmp_path / "spawns.txt"
+    env = {**course.nbgrader_env(), "PYTHONPATH": str(plugins), "SPAWNS_FILE": str(spawns)}
+    done = subprocess.run(course.nbgrader_command("autograde", course.ASSIGNMENT, f"--CourseDirectory.root={root}",
+                                                  "--CourseDirectory.release_directory=release",
+                                                  "--TrustedExecute.pool_class=spawn_counting_pool.SpawnCountingPool"),
+                          cwd=course.REPO, env=env, capture_output=True, text=True, timeout=300)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0 and "ada/autograd/02_custom_function: 6/6 points" in out, out[-4000:]
+    assert spawns.read_text().split() == ["worker"], f"workers started for one notebook: {spawns.read_text().split()}"

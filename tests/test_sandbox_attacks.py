@@ -556,14 +556,14 @@ def test_no_catalogued_answer_is_flagged_refused_or_has_anything_restored():
             right[entry.name] = exercise
     pool = _SHARED["pool"]
     results = []
+    trusted = {path: runner.instructor_cells(nbformat.read(str(path), as_version=4)) for path in notebook_of.values()}
     for name, path, answers in jobs:
         notebook = nbformat.read(str(path), as_version=4)
         for cell in notebook.cells:
             grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
             if grade_id in answers:
                 cell.source = answers[grade_id]
-        trusted = runner.instructor_cells(nbformat.read(str(path), as_version=4))
-        cells = runner.cells_to_run(notebook, trusted)
+        cells = runner.cells_to_run(notebook, trusted[path])
         if answers:  # up to the answer's last graded cell: what follows is the instructor's, graded with "solutions"
             (exercise,) = answers
             last = max(k for k, cell in enumerate(cells) if runner.exercise_of(cell.grade_id) == exercise)

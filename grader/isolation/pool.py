@@ -344,6 +344,12 @@ def beside_nbgrader() -> int:
     return max(1, (os.cpu_count() or 1) - 1)
 
 
+def as_nbgrader_starts_it() -> dict[str, Any]:
+    """How a pool beside nbgrader's process starts (the early one, or the one nbgrader starts itself when run
+    directly): ``beside_nbgrader()`` workers at once, the others once the class needs them (``on_demand``)."""
+    return {"at_once": beside_nbgrader(), "on_demand": True}
+
+
 # --- a pool started early -------------------------------------------------------------------------------------
 # `python -m grader.nbgrader_job` starts the pool first thing, in a thread: the workers import torch in their
 # sandboxes while nbgrader's process imports nbgrader. TrustedExecute then takes it (``take_early``) when its
@@ -368,7 +374,7 @@ def start_early(hide: list[Path], workers: int | None = None) -> None:
     EARLY_TIMES["started"] = time.monotonic()
 
     def start() -> Pool:
-        pool = Pool(hide=hide, workers=workers, at_once=beside_nbgrader(), on_demand=True)
+        pool = Pool(hide=hide, workers=workers, **as_nbgrader_starts_it())
         EARLY_TIMES["ready"] = time.monotonic()
         return pool
 

@@ -293,11 +293,10 @@ class _Classroom:
                 pool = pools.take_early(hide, count) if plugin.pool_class is pools.Pool else None
                 if pool is None:
                     pools.discard_early()
-                    # (nbgrader started directly: the pool the early start makes, one worker fewer than the cores at
-                    # once and the others when the class needs them: two notebooks do not pay a second warm-up)
-                    started_as_early = ({"at_once": pools.beside_nbgrader(), "on_demand": True}
-                                        if plugin.pool_class is pools.Pool else {})
-                    pool = plugin.pool_class(hide=hide, **({"workers": count} if count else {}), **started_as_early)
+                    # (nbgrader started directly: started as the early pool is, so that a class of two notebooks
+                    # does not pay a second worker's warm-up; a pool_class of another kind takes what it takes)
+                    starts = pools.as_nbgrader_starts_it() if issubclass(plugin.pool_class, pools.Pool) else {}
+                    pool = plugin.pool_class(hide=hide, **({"workers": count} if count else {}), **starts)
         except sandbox.SetupError:
             raise
         except Exception as exc:
