@@ -281,3 +281,26 @@ def test_nbgrader_run_directly_on_one_notebook_starts_one_worker_not_one_per_cor
     out = done.stdout + done.stderr
     assert done.returncode == 0 and "ada/autograd/02_custom_function: 6/6 points" in out, out[-4000:]
     assert spawns.read_text().split() == ["worker"], f"workers started for one notebook: {spawns.read_text().split()}"
+
+
+@needs_sandbox
+@pytest.mark.slow
+def test_on_demand_a_notebook_waiting_behind_a_long_one_gets_the_next_worker(hidden):
+    """A helper's attack on the on-demand pool (26 Nov): in a small class, a notebook that runs to its time limit
+    took the only worker, and the next student's notebook (too little demand, by the announced count, for a second
+    worker) waited the whole limit with a core idle, charged that time as its own. Now a notebook waiting while every
+    worker has been on its notebook longer than a worker takes to start gets the next worker."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    long_notebook = [{"kind": "code", "index": 0, "source": "import time\ntime.sleep(12)", "restricted": False}]
+    with pools.Pool(hide=[hidden], workers=2, at_once=1, on_demand=True) as pool, ThreadPoolExecutor(1) as thread:
+        # (nothing announced with expect(): by the announced count alone, a second worker is never worth starting)
+        long = thread.submit(pool.run_plan, long_notebook, 30)
+        while pool.idle.qsize():  # the long notebook has the only worker
+            time.sleep(0.05)
+        started = time.monotonic()
+        data, outcome = pool.run_plan(PRINT_PID, 30)
+        waited = time.monotonic() - started
+        assert outcome.returncode == 0 and outcome.stopped == "", (data, outcome)
+        assert not long.done() and waited < 10, f"the short notebook waited {waited:.1f} s behind the long one"
+        assert long.result()[1].stopped == ""

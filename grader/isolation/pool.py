@@ -211,6 +211,8 @@ class Pool:
         self._demand = threading.Condition()
         self._expected = 0  # notebooks announced (expect()) and not begun yet
         self._seconds: list[float] = []  # how long each notebook took in run_plan()
+        self._waiting = 0  # notebooks in run_plan() waiting for a worker
+        self._running: list[float] = []  # when each notebook on a worker now began (time.monotonic())
         first = min(self.size, at_once or self.size)
         spawned = time.monotonic()
         started = [self._spawn() for _ in range(first)]  # these start at once, then become ready
@@ -237,10 +239,16 @@ class Pool:
             self._demand.notify_all()
 
     def _worth_more_workers(self, ready: int) -> bool:
-        """Whether the notebooks waiting would keep ``ready`` workers busy longer than a new worker takes to start
-        (before any notebook has finished, a notebook is taken to cost a second)."""
+        """Whether the notebooks announced would keep ``ready`` workers busy longer than a new worker takes to start
+        (before any notebook has finished, a notebook is taken to cost a second), or a notebook already waits for a
+        worker while every one has been on its notebook longer than that: one that runs to its time limit (an
+        endless loop) must not keep the next student waiting for it with a core idle."""
         per_notebook = sum(self._seconds) / len(self._seconds) if self._seconds else 1.0
-        return self._expected * per_notebook > self.start_seconds * ready
+        if self._expected * per_notebook > self.start_seconds * ready:
+            return True
+        now = time.monotonic()
+        return (self._waiting > 0 and len(self._running) >= ready
+                and all(now - began > self.start_seconds for began in self._running))
 
     def _start_later(self, ready: int, count: int, on_demand: bool) -> None:
         """The ``count`` workers beyond the ``ready`` first ones, all at once (``on_demand``: once the class needs
@@ -281,8 +289,16 @@ class Pool:
     def run_plan(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, TaskOutcome]:
         """Run one notebook's plan; return (the child's results, how it ended)."""
         self.expect(-1)
-        worker = self.idle.get()
+        with self._demand:
+            self._waiting += 1
+        try:
+            worker = self.idle.get()
+        finally:
+            with self._demand:
+                self._waiting -= 1
         began = time.monotonic()
+        with self._demand:
+            self._running.append(began)
         died = 0
         carried = b""  # flags of attempts that ended without an answer: they come first in the results
         try:
@@ -314,6 +330,7 @@ class Pool:
                     pass  # the dead worker goes back: the next run_plan() tries to replace it again, and says why
             self.idle.put(worker)
             with self._demand:
+                self._running.remove(began)
                 self._seconds = [*self._seconds[-49:], time.monotonic() - began]
                 self._demand.notify_all()
 
