@@ -258,7 +258,7 @@ def test_flags_a_worker_handed_on_survive_its_death():
         return worker
 
     pool = object.__new__(pool_module.Pool)
-    pool.limits, pool._expected, pool._seconds = sandbox.Limits(), 0, []
+    pool.limits, pool._expected, pool._seconds, pool._waiting, pool._running = sandbox.Limits(), 0, [], 0, []
     pool._demand, pool.idle = threading.Condition(), queue.Queue()
     pool._fresh = lambda: dying_worker(pool)  # type: ignore[method-assign]
     pool.idle.put(dying_worker(pool))
