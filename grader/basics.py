@@ -58,9 +58,12 @@ def _student_facing(check: _F) -> _F:
     def wrapper(*args: Any, **kwargs: Any) -> None:
         from grader.sandboxed import policy
 
+        from grader.sandboxed import autograd_env
+
         policy.refuse_in_self_check(*(a for a in (*args, *kwargs.values()) if callable(a)))
         try:
-            check(*args, **kwargs)
+            with autograd_env.clean():  # observer and judge both need autograd as a fresh kernel has it
+                check(*args, **kwargs)
         except CheckFailed as failure:
             finding = failure.finding
         else:

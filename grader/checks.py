@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from grader.judge import diagnosis as dx
 from grader.judge.custom_functions import JUDGES, CheckFailed, Finding, _Judge, judge, warm_up  # noqa: F401
-from grader.sandboxed import observe, policy
+from grader.sandboxed import autograd_env, observe, policy
 from grader.spec import messages
 from grader.spec.exercises import Shape, get
 
@@ -37,11 +37,13 @@ def run_check(check: str, exercise: str, fn: Callable[..., Any], shapes: Sequenc
     probes = ex.probes(shapes or ex.default_shapes, seed)
     policy.refuse_in_self_check(fn)
     try:
-        observations = observe.observe(check, ex, fn, probes)
+        with autograd_env.clean():  # the judge runs here too: autograd as a fresh kernel has it, for both
+            observations = observe.observe(check, ex, fn, probes)
     except Exception as exc:  # the observer guards every call into student code: this is a bug of ours
         _Judge(ex, check).fail("grader_error", error_type=type(exc).__name__, error=dx._short(str(exc)))
     try:
-        summary = judge(check, exercise, probes, observations)
+        with autograd_env.clean():
+            summary = judge(check, exercise, probes, observations)
     except CheckFailed as failure:
         target = dx.unfinished_target(failure.finding)
         if not (target and dx.reports_unfinished()):

@@ -28,10 +28,13 @@ class WireError(ValueError):
 def encode(obj: Any) -> Any:
     """Plain JSON-able data; tensors become {"__tensor__": dtype, "shape": [...], "data": [...]}."""
     if isinstance(obj, torch.Tensor):
-        t = obj.detach().cpu()
-        dtype = str(t.dtype).removeprefix("torch.")
-        data = t.double() if t.dtype in (torch.bfloat16, torch.float16) else t
-        return {"__tensor__": dtype, "shape": list(t.shape), "data": data.reshape(-1).tolist()}
+        # torch's own functions with subclass dispatch off: a plain copy, whatever methods obj's class defines (the
+        # observers send exact tensors only; this keeps the wire from ever calling a student's reshape or tolist)
+        with torch._C.DisableTorchFunctionSubclass():
+            t = torch.Tensor.cpu(torch.Tensor.detach(obj))
+            dtype = str(t.dtype).removeprefix("torch.")
+            data = t.double() if t.dtype in (torch.bfloat16, torch.float16) else t
+            return {"__tensor__": dtype, "shape": list(t.shape), "data": data.reshape(-1).tolist()}
     if isinstance(obj, dict):
         return {str(k): encode(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

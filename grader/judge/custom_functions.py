@@ -143,6 +143,8 @@ def _output(judge: _Judge, probe: Probe, obs: Obs) -> torch.Tensor:
     if obs.get("type") != "Tensor" and len(judge.ex.outputs) > 1:
         judge.fail("wrong_outputs", probe, name=obs.get("name", say("your_function")), type=obs.get("type"),
                    n_expected=len(judge.ex.outputs), outputs=", ".join(judge.ex.outputs))
+    if obs.get("subclass"):  # the typed boundary: exactly a torch.Tensor (grader.sandboxed.typed)
+        judge.fail("tensor_subclass", probe, name=obs.get("name", say("your_function")), type=str(obs["subclass"]))
     if obs.get("type") != "Tensor":  # e.g. a wrapper returning all of Sinh's outputs
         judge.fail("returns_tuple", probe, name=obs.get("name", say("your_function")), type=obs.get("type"))
     if not obs.get("has_graph"):
@@ -150,6 +152,11 @@ def _output(judge: _Judge, probe: Probe, obs: Obs) -> torch.Tensor:
         if len(judge.ex.outputs) > 1 and isinstance(made, list) and any(m is True for m in made[1:]):
             judge.fail("first_output_marked_non_differentiable", probe, output=judge.ex.outputs[0])
         judge.fail("no_graph", probe)
+    between = obs.get("between")
+    if obs.get("node") is None and isinstance(between, dict) and between.get("after"):
+        judge.fail("output_after_function", probe, after=str(between["after"]), cls=str(between.get("cls")))
+    if obs.get("node") is None and isinstance(between, dict) and between.get("before"):
+        judge.fail("function_of_computed_input", probe, before=str(between["before"]), cls=str(between.get("cls")))
     if obs.get("node") is None:
         found = str(obs.get("found"))
         judge.fail("not_custom_function", probe,
@@ -247,6 +254,8 @@ def _judge_raw(judge: _Judge, probe: Probe, raw: Obs, values: bool = True) -> No
             continue
         if not values:
             continue
+        if isinstance(g, dict) and g.get("subclass"):
+            judge.fail("tensor_subclass", probe, name=f"{cls}.backward", type=str(g.get("other")))
         if not isinstance(g, torch.Tensor):
             judge.fail("raised_error", probe, error_type="TypeError", stage=say("stage_calling_backward", cls=cls),
                        error=say("gradient_not_a_tensor", name=name, type=g.get('other', '?')))
@@ -349,6 +358,8 @@ def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: li
         if not _forward_is_right(ex, probe, out):
             judge.fail("forward_wrong_before_derivatives", probe)
         _judge_raw(judge, probe, obs["raw"])
+        if obs["raw"].get("autograd_in_backward"):
+            judge.fail("derivative_by_autograd", probe, cls=str(obs["raw"].get("cls")))
         if "error" in obs["vjp"]:
             judge.fail_error(obs["vjp"]["error"], probe)
         v = vectors.grad_output(out.shape, probe.seed, probe.dtype)
@@ -387,6 +398,8 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
         first = obs["first"]
         if "error" in first:
             judge.fail_error(first["error"], probe)
+        if first.get("autograd_in_backward"):
+            judge.fail("derivative_by_autograd", probe, cls=str(obs["forward"].get("node")))
         inputs = probe.fresh()
         diff = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
         v = vectors.grad_output(out.shape, probe.seed, probe.dtype).requires_grad_()

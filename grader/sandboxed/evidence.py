@@ -42,11 +42,55 @@ def source_of(function: Any) -> str:
         return ""
 
 
-def _tensors_in(value: Any) -> list[torch.Tensor]:
-    """The tensors an attribute holds, directly or in a list/tuple/dict (one level)."""
-    values: Iterable[Any] = value.values() if isinstance(value, dict) else (
-        value if isinstance(value, (list, tuple)) else (value,))
-    return [v for v in values if isinstance(v, torch.Tensor)]
+def _tensors_in(value: Any, depth: int = 3, budget: list[int] | None = None) -> list[torch.Tensor]:
+    """The tensors an attribute holds: itself, or inside lists, tuples, dicts and the student's own objects
+    (``ctx.result = _Keep(result)``), down to ``depth`` levels and at most a few hundred values in all.
+
+    Objects are read through their instance ``__dict__`` (or their slots) only: no method or property of theirs
+    runs. A tensor subclass counts as a tensor (it is one to autograd)."""
+    budget = [300] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0:
+        return []
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth <= 0 or value is None or isinstance(value, (bool, int, float, complex, str, bytes, type)):
+        return []
+    if type(value) in (list, tuple, set, frozenset):
+        children: Iterable[Any] = list(value)[:64]
+    elif type(value) is dict:
+        children = list(value.values())[:64]
+    elif type(type(value)) is type and not str(type(value).__module__).startswith(("builtins", "torch", "numpy")):
+        children = _instance_values(value)  # an object of a class the notebook (or a library it uses) defined
+    else:
+        return []
+    return [t for child in children for t in _tensors_in(child, depth - 1, budget)]
+
+
+def _instance_values(obj: Any) -> list[Any]:
+    """The values an object of the notebook's own classes keeps: its instance dict and its slots, read without
+    running its code (``object.__getattribute__`` on the data descriptors of its type)."""
+    values: list[Any] = []
+    try:
+        namespace = object.__getattribute__(obj, "__dict__")
+    except (AttributeError, TypeError):
+        namespace = None
+    if type(namespace) is dict:
+        values += list(namespace.values())[:64]
+    for klass in type(obj).__mro__:
+        slots = vars(klass).get("__slots__", ())
+        for slot in ([slots] if isinstance(slots, str) else list(slots)[:64]):
+            try:
+                values.append(object.__getattribute__(obj, slot))
+            except (AttributeError, TypeError):
+                pass
+    return values
+
+
+def _tracked(t: torch.Tensor) -> bool:
+    """Whether autograd tracks ``t``, read with torch's own getter (no property of a subclass runs)."""
+    with torch._C.DisableTorchFunctionSubclass():
+        return bool(torch.Tensor.requires_grad.__get__(t))
 
 
 def tensor_attributes(ctx: Any, limit: int = MAX_CTX_ATTRS) -> list[str]:
@@ -74,7 +118,7 @@ def tensors_without_history(ctx: Any, saved_with_history: Sequence[bool] = (), l
     for name, value in vars(ctx).items() if hasattr(ctx, "__dict__") else []:
         if len(names) >= limit:
             break
-        if any(not t.requires_grad for t in _tensors_in(value)):
+        if any(not _tracked(t) for t in _tensors_in(value)):
             names.append(f"ctx.{name}")
     constants = [k for k, tracked in enumerate(saved_with_history) if not tracked]
     try:

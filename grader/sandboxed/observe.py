@@ -17,6 +17,7 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from grader.sandboxed import evidence as dx
+from grader.sandboxed import autograd_env, typed
 from grader.spec.exercises import Exercise, Probe
 from grader.spec.messages import say
 from grader.spec.registry import GRADCHECKED, gradchecked  # noqa: F401 (observe.gradchecked: the judge asks the same)
@@ -70,17 +71,52 @@ def find_node(tensor: torch.Tensor, class_names: Sequence[str], strict: bool = F
     return (named or ([] if strict else nodes) or [None])[0]
 
 
+def _is_custom(node: Any) -> bool:
+    cls = getattr(type(node), "_forward_cls", None)
+    return cls is not None and not cls.__module__.startswith("torch")
+
+
+def _node_name(node: Any) -> str:
+    return node_class(node).__name__ if _is_custom(node) else type(node).__name__
+
+
+def direct_node(out: torch.Tensor, inputs: tuple[Any, ...]) -> tuple[Any, Obs]:
+    """The custom Function node that made ``out`` straight from ``inputs``, or (None, what lies between).
+
+    The derivative checks score what that Function's own ``backward`` returns. A result that went through any other
+    node (PyTorch's own op, another Function) between the inputs and the output gets derivatives autograd computed
+    for that node: ``_Pass.apply(x * x)`` would be scored on ``x * x``'s derivative, and ``Square.apply(x) * 1`` on
+    more than the student's code. So: ``out.grad_fn`` is a custom Function's node, and each of its inputs is one of
+    the probe's tensors (an ``AccumulateGrad`` of that leaf) or needs no gradient."""
+    node = out.grad_fn
+    if node is None:
+        return None, {}
+    if not _is_custom(node):
+        deeper = custom_nodes(out)
+        return None, ({"after": type(node).__name__, "cls": node_class(deeper[0]).__name__} if deeper else {})
+    leaves = {id(x) for x in inputs if typed.is_tensor(x) and x.requires_grad}
+    for next_node, _ in node.next_functions:
+        if next_node is None:
+            continue
+        if type(next_node).__name__ == "AccumulateGrad" and id(getattr(next_node, "variable", None)) in leaves:
+            continue
+        return None, {"before": _node_name(next_node), "cls": node_class(node).__name__}
+    return node, {}
+
+
 def node_class(node: Any) -> type:
     return type(node)._forward_cls
 
 
 def detached(value: Any) -> Any:
-    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+    """An exact tensor's detached copy, made by torch's own functions; anything else as it is (see ``_grads``)."""
+    return typed.copy(value) if typed.is_tensor(value) else value
 
 
 def _grads(values: Sequence[Any]) -> list[Any]:
-    """Gradients as data: tensors (detached), None, or the name of whatever else was returned."""
-    return [detached(g) if isinstance(g, torch.Tensor) or g is None else {"other": type(g).__name__} for g in values]
+    """Gradients as data: exact tensors (detached), None, or what else was returned ({'other': its kind}), a tensor
+    subclass included (``grader.sandboxed.typed``)."""
+    return [typed.plain(g) for g in values]
 
 
 # --- one call of the student's function --------------------------------------------------------------
@@ -94,7 +130,7 @@ def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple
     saved: list[bool] = []  # one per tensor given to save_for_backward: whether it had a history then
 
     def pack(tensor: torch.Tensor) -> torch.Tensor:
-        saved.append(bool(tensor.requires_grad))
+        saved.append(typed.requires_grad(tensor))
         return tensor
 
     try:
@@ -108,22 +144,34 @@ def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple
                 and all(isinstance(o, torch.Tensor) for o in out)):
             return {"type": type(out).__name__, "name": getattr(fn, "__name__", "your function"),
                     "count": len(out) if isinstance(out, (tuple, list)) else 1}, None, None
+        if not all(typed.is_tensor(o) for o in out):
+            return _not_plain(fn, next(o for o in out if not typed.is_tensor(o))), None, None
         extra = {"outputs": [detached(o) for o in out], "requires_grad": [bool(o.requires_grad) for o in out],
                  "made_by_function": [o.grad_fn is not None and find_node(o, ex.classes, strict=True) is not None
                                       for o in out]}
         out = out[0]
-    if not isinstance(out, torch.Tensor):
-        return {"type": type(out).__name__, "name": getattr(fn, "__name__", "your function")}, None, None
+    if not typed.is_tensor(out):
+        return _not_plain(fn, out), None, None
     obs: Obs = {"type": "Tensor", "value": detached(out), "has_graph": out.grad_fn is not None, **extra}
-    node = find_node(out, ex.classes) if out.grad_fn is not None else None
+    node, between = direct_node(out, inputs)
     obs["node"] = node_class(node).__name__ if node is not None else None
     obs["found"] = type(out.grad_fn).__name__ if out.grad_fn is not None else None
+    if between:
+        obs["between"] = between
     if node is not None:
         obs["ctx_attrs"] = dx.tensor_attributes(node)
         obs["saved"] = len(saved)
         if all(x.requires_grad for x in inputs if isinstance(x, torch.Tensor)):  # else "no history" means nothing
             obs["without_history"] = dx.tensors_without_history(node, saved)
     return obs, out, node
+
+
+def _not_plain(fn: Callable[..., Any], value: Any) -> Obs:
+    """What a call returned that is not a plain tensor (or a tuple of them): its type, marked if a tensor subclass."""
+    obs: Obs = {"type": type(value).__name__, "name": getattr(fn, "__name__", "your function")}
+    if isinstance(value, torch.Tensor):
+        obs["subclass"] = typed.kind(value)
+    return obs
 
 
 def _usable(obs: Obs) -> bool:
@@ -174,13 +222,14 @@ def raw_backward(probe: Probe, out: torch.Tensor, node: Any, v: torch.Tensor) ->
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         grads = [torch.zeros_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
     grads[out.output_nr if out.grad_fn is node else 0] = v
+    autograd_env.ENGINE.reset()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), autograd_env.ENGINE.driving():
             raw = type(node).apply(node, *grads)  # the student's backward, through torch's (guarded) entry point
     except Exception as exc:
         return {"error": error_info(exc, say("stage_calling_backward", cls=cls.__name__))}
     raw = raw if isinstance(raw, tuple) else (raw,)
-    return {"cls": cls.__name__, "grads": _grads(raw)}
+    return {"cls": cls.__name__, "grads": _grads(raw), "autograd_in_backward": autograd_env.ENGINE.started_inside()}
 
 
 def run_gradcheck(fn: Callable[..., Any], inputs: tuple[Any, ...], second: bool) -> Obs:
@@ -240,7 +289,7 @@ def _sinh_extra_outputs_ignored(cls: type, probe: Probe) -> bool:
         (g,) = torch.autograd.grad(outputs[1], x, torch.ones_like(outputs[1]), allow_unused=True)
     except Exception:
         return False
-    return g is None or bool(torch.all(g == 0))
+    return g is None or (typed.is_tensor(g) and bool(torch.all(g == 0)))
 
 
 def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe, gradcheck: bool = True) -> Obs:
@@ -255,12 +304,15 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe, gradc
     result["once_differentiable"] = "once_differentiable" in str(getattr(code, "co_qualname", ""))
     v = grad_output(out.shape, probe.seed, probe.dtype).requires_grad_()
     diff = _differentiable(inputs)
+    autograd_env.ENGINE.reset()
     try:
         grads = torch.autograd.grad(out, diff, v, create_graph=True, allow_unused=True)
     except Exception as exc:
         result["first"] = {"error": error_info(exc, say("stage_backward_create_graph"))}
         return result
-    first: Obs = {"grads": _grads(grads), "tracked": [g is not None and g.requires_grad for g in grads]}
+    first: Obs = {"grads": _grads(grads), "tracked": [typed.requires_grad(g) for g in grads],
+                  "autograd_in_backward": autograd_env.ENGINE.started_inside()}
+    grads = tuple(g if typed.is_tensor(g) else None for g in grads)  # what is not a plain tensor is judged from "grads"
     if ex.backward_classes:
         backward_nodes = [find_node(g, ex.backward_classes, strict=True) if g is not None else None for g in grads]
         first["backward_node"] = [node_class(n).__name__ if n is not None else None for n in backward_nodes]
@@ -300,7 +352,7 @@ def _pattern_observation(ex: Exercise, fn: Callable[..., Any], probe: Probe, pat
     result["vjp"] = {"grads": _grads(grads)}
     cls = node_class(node)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), autograd_env.ENGINE.driving():
             raw = type(node).apply(node, *_one_hot(node, out, v))  # the student's backward via torch's guarded entry; graph retained
     except Exception as exc:
         result["raw"] = {"error": error_info(exc, say("stage_calling_backward", cls=cls.__name__))}
@@ -344,8 +396,8 @@ def _first(out: Any) -> Any:
 
 
 def _tensor_or_kind(value: Any) -> Any:
-    """A result as data: a detached tensor, or what else it was ({'other': type name})."""
-    return detached(value) if isinstance(value, torch.Tensor) else {"other": type(value).__name__}
+    """A result as data: a detached exact tensor, or what else it was ({'other': its kind})."""
+    return typed.plain(value) if value is not None else {"other": "NoneType"}
 
 
 def forward_mode(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
@@ -366,8 +418,8 @@ def forward_mode(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
         with forward_ad.dual_level():
             duals = [forward_ad.make_dual(x, t) for x, t in zip(primals, directions)]
             y = _first(fn(*duals))
-            tangent = forward_ad.unpack_dual(y).tangent if isinstance(y, torch.Tensor) else None
-            result["dual"] = {"tangent": detached(tangent)}
+            tangent = forward_ad.unpack_dual(y).tangent if typed.is_tensor(y) else None
+            result["dual"] = {"tangent": typed.plain(tangent)}
     except Exception as exc:
         result["dual"] = {"error": error_info(exc, say("stage_dual_tensors"))}
     return result
@@ -419,7 +471,7 @@ OBSERVERS: dict[str, Callable[[Exercise, Callable[..., Any], Probe], Obs]] = {
 
 def observe(check: str, ex: Exercise, fn: Callable[..., Any], probes: list[Probe]) -> list[Obs]:
     """Observations for every probe; warnings are swallowed (stderr must never cost points)."""
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), autograd_env.clean():
         warnings.simplefilter("ignore")
         observer = OBSERVERS[check]
         if check in GRADCHECKED:

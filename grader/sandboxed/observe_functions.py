@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from grader.sandboxed import autograd_env, typed
 from grader.spec.function_probes import _BatchProbe, _ElementwiseProbe, _HvpProbe, _PenaltyProbe, _VjpProbe, _leaf, grader_penalty
 from grader.spec.messages import say
 from grader.spec.functions import _MAX_ITEMS, Obs, _first_line, _text, _type_name, arguments, spec_of
@@ -36,7 +37,7 @@ MAX_CALLS = 50  # calls of a probe function recorded (an HVP calls f once or twi
 def _plain(t: torch.Tensor) -> torch.Tensor:
     """A detached, dense, CPU copy of ``t`` as a plain ``torch.Tensor`` (no subclass, graph or attributes)."""
     with torch._C.DisableTorchFunctionSubclass():
-        out = t.detach()
+        out = torch.Tensor.detach(t)  # torch's own function: a plain tensor, whatever methods t's class defines
         if out.layout != torch.strided:
             out = out.to_dense()
         out = out.to("cpu").resolve_conj().resolve_neg().clone()
@@ -46,7 +47,8 @@ def _plain(t: torch.Tensor) -> torch.Tensor:
 
 
 def _grad_record(t: torch.Tensor) -> torch.Tensor | None:
-    grad = t.grad
+    with torch._C.DisableTorchFunctionSubclass():
+        grad = torch.Tensor.grad.__get__(t)  # torch's own getter (no property of a subclass runs)
     return None if grad is None else _plain(grad)
 
 
@@ -101,12 +103,12 @@ def _result_record(result: Any) -> Obs:
         except Exception:
             pass
         return {"kind": "sequence", "type": _type_name(result), "items": items}
-    if isinstance(result, torch.Tensor):
+    if typed.is_tensor(result):  # exactly a torch.Tensor: a subclass is what it is (grader.sandboxed.typed)
         try:
             return {"kind": "tensor", "value": _plain(result)}
         except Exception:
             return {"kind": "unreadable", "type": _type_name(result)}
-    return {"kind": "other", "type": _type_name(result)}
+    return {"kind": "other", "type": typed.kind(result) if isinstance(result, torch.Tensor) else _type_name(result)}
 
 
 def _opaque(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -386,7 +388,7 @@ def observe(check: str, fn: Callable[..., Any], namespace: dict[str, Any] | None
     observe_one = OBSERVERS[check]
     setups = spec.setup(arguments(check, spec, kwargs))
     observations: list[Obs] = []
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), autograd_env.clean():
         warnings.simplefilter("ignore")
         for i, (probe, stale) in enumerate(setups):
             try:

@@ -284,6 +284,8 @@ class Runtime:
                 raise _refused("a metaclass")
             if not self._type_allowed(base):
                 raise _refused(f"a class based on {base.__qualname__}")
+            if _array_type(base):  # the typed boundary (grader.sandboxed.typed): checks read plain tensors only
+                raise _refused(f"a subclass of {_array_type(base)} (return plain tensors and arrays)")
         meta: type = type
         for base in bases:
             candidate = type(base)
@@ -294,6 +296,15 @@ class Runtime:
         self.names[cls] = frozenset(namespace)
         self.type_ok.clear()
         return cls
+
+
+def _array_type(base: type) -> str:
+    """'torch.Tensor' or 'numpy.ndarray' when ``base`` is one of them or derives from one; else ''."""
+    for module, name in (("torch", "Tensor"), ("numpy", "ndarray")):
+        root = getattr(sys.modules.get(module), name, None)
+        if isinstance(root, type) and issubclass(base, root):
+            return f"{module}.{name}"
+    return ""
 
 
 _METHOD_TYPES = (types.BuiltinMethodType, types.MethodDescriptorType)

@@ -254,6 +254,10 @@ NB2, NB3, NB4 = "02_custom_function.ipynb", "03_double_backward.ipynb", "04_mode
 SECTIONS: dict[str, tuple[str, str]] = {
     "not_custom_function": (NB2, "3. Always call `.apply`, never `forward` directly"),
     "no_graph": (NB2, "3. Always call `.apply`, never `forward` directly"),
+    "output_after_function": (NB2, "3. Always call `.apply`, never `forward` directly"),
+    "function_of_computed_input": (NB2, "3. Always call `.apply`, never `forward` directly"),
+    "tensor_subclass": (NB2, "3. Always call `.apply`, never `forward` directly"),
+    "derivative_by_autograd": (NB2, "2. Anatomy of a Function: `forward`, `backward` and `ctx`"),
     "forgot_grad_output": (NB2, "2. Anatomy of a Function: `forward`, `backward` and `ctx`"),
     "tensor_on_ctx": (NB2, "5. Why tensors must NOT be stored as `ctx` attributes"),
     "gradient_for_non_tensor": (NB2, "6. Non-tensor arguments: plain `ctx` attributes, and `None` as their gradient"),

@@ -84,6 +84,28 @@ EN: dict[str, Message] = {
         "{name} returned a {type} instead of one tensor.",
         "The wrapper must return only the first output, e.g. `return Sinh.apply(x)[0]`.",
     ),
+    "tensor_subclass": Message(
+        "{name} returned a {type}: the checks read plain tensors only.",
+        "Return the tensor your computation gives (a `torch.Tensor`); subclasses of it are not part of this course.",
+    ),
+    "output_after_function": Message(
+        "the result went through {after} after your {cls}: autograd would differentiate that part for you, so the "
+        "checks could not score your backward alone.",
+        "Return `{cls}.apply(...)` itself and compute the whole formula inside {cls}.forward: the derivative checks "
+        "score what your own backward returns.",
+    ),
+    "function_of_computed_input": Message(
+        "your {cls} was applied to the result of {before}, not to the inputs: autograd would differentiate {before} "
+        "for you, and the derivative would not be your backward's.",
+        "Call `{cls}.apply(...)` on the inputs themselves and compute the whole formula inside {cls}.forward; the "
+        "derivative has to be yours.",
+    ),
+    "derivative_by_autograd": Message(
+        "{cls}.backward asks autograd for the derivative (it starts the autograd engine: `torch.autograd.grad`, "
+        "`.backward()` or `torch.func`) instead of computing it.",
+        "Write the derivative yourself from what forward saved: backward returns grad_output times dy/dx, built "
+        "from torch operations, with no call to autograd inside.",
+    ),
     "forward_wrong_shape": Message(
         "forward returns shape {received_shape}, expected {expected_shape}.",
         "Compare your forward with the formula {formula}; check which dimension you reduce or transpose.",
@@ -925,6 +947,7 @@ PIECES: dict[str, Message] = {
     "a_large_value": Message("a large value", ""),
     "your_function": Message("your function", ""),
     "pytorch_own_op": Message("{found} (an op of PyTorch's own)", ""),
+    "tensor_subclass_kind": Message("{name} (a torch.Tensor subclass)", ""),
     "input_number": Message("input {index}", ""),
     # expected / received, in words
     "shape_value": Message("shape {shape}", ""),

@@ -1,14 +1,15 @@
 # notebook: 04_modern_functions.ipynb
 # cell: penalty
 # others: solution
-# expect: softplus=6 sortvalues=4 hvp=4 penalty=1
+# expect: softplus=6 sortvalues=4 hvp=4 penalty=0
 # bound: 20
 # policy: off
 # class: forgeries4
 # why: gradient_penalty without create_graph (right value; its gradient check must fail: 1 of 3) returns the
 #      penalty as a tensor subclass whose __torch_function__ answers torch.autograd.grad (which the observer
 #      calls on it to record the gradient with respect to w) with the right gradient, and requires_grad with True.
-#      On the old code: penalty=3 (the observer differentiated the returned object itself).
+#      On the old code: penalty=3 (the observer differentiated the returned object itself); 1 before the typed
+#      boundary of issue 29 (a tensor subclass returned is refused, whatever its numbers: penalty=0).
 class _Forged(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
