@@ -155,6 +155,16 @@ def _values(shape: Shape, seed: int, low: float = 0.3, high: float = 1.4) -> tor
     return magnitude * sign
 
 
+def _wide(shape: Shape, seed: int, low: float = 0.01, high: float = 8.0) -> torch.Tensor:
+    """float64 values with random signs and magnitudes spread evenly in log scale over [low, high]: a backward
+    written for the ordinary probes' range only (right for |x| < 1.4, wrong elsewhere) is wrong somewhere here."""
+    gen = torch.Generator().manual_seed(seed)
+    exponent = torch.rand(shape, generator=gen, dtype=torch.float64)
+    magnitude = low * (high / low) ** exponent
+    sign = torch.where(torch.rand(shape, generator=gen) < 0.5, -1.0, 1.0).to(torch.float64)
+    return magnitude * sign
+
+
 def _unary(name: str) -> Callable[[Shape, int], list[Probe]]:
     def make(shape: Shape, seed: int) -> list[Probe]:
         return [Probe((_values(shape, seed).requires_grad_(),), (name,), seed)]
@@ -169,11 +179,13 @@ def _in_dtype(probe: Probe, dtype: torch.dtype) -> Probe:
 
 
 def _unary_extras(name: str, large: bool = False, huge: bool = False) -> Callable[[int], list[Probe]]:
-    """A float32 probe (a backward wrong only in float32 must not pass); for exp |x| in [16, 18]; for softplus
+    """A float32 probe (a backward wrong only in float32 must not pass), a probe of |x| from 0.01 to 8 (a backward
+    right only in the ordinary probes' range must not pass); for exp |x| in [16, 18]; for softplus
     |x| in [200, 1000], where eˣ overflows float64 (x > 709.8): a naive log(1 + eˣ) gives inf there."""
 
     def make(seed: int) -> list[Probe]:
-        probes = [_in_dtype(_unary(name)((2, 3), seed)[0], torch.float32)]
+        probes = [_in_dtype(_unary(name)((2, 3), seed)[0], torch.float32),
+                  Probe((_wide((8,), seed + 3).requires_grad_(),), (name,), seed + 3, "probe_wide_values")]
         if large:
             probes.append(Probe((_values((4,), seed + 1, low=16.0, high=18.0).requires_grad_(),), (name,), seed + 1))
         if huge:

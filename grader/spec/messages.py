@@ -968,6 +968,7 @@ PIECES: dict[str, Message] = {
     "probe_call": Message("{signature} with {probe}", ""),
     "probe_without_bias": Message("called as apply(input, weight), without bias", ""),
     "probe_huge_values": Message("large values, |x| in [200, 1000]", ""),
+    "probe_wide_values": Message("small and large values, |x| from 0.01 to 8", ""),
     "of_shape": Message("{name} of shape {shape}", ""),
     "probe_formula": Message("{formula}, {x}", ""),
     "probe_formula_with": Message("{formula} with {a}, {x}", ""),

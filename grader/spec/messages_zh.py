@@ -268,6 +268,7 @@ TABLE: dict[str, tuple[str, str]] = {
     'probe_call': ('{signature}，其中 {probe}', ''),
     'probe_without_bias': ('以 apply(input, weight) 调用，不带偏置', ''),
     'probe_huge_values': ('很大的值，|x| 在 [200, 1000] 之间', ''),
+    'probe_wide_values': ('从很小到较大的值，|x| 从 0.01 到 8', ''),
     'of_shape': ('{name} 的形状为 {shape}', ''),
     'probe_formula': ('{formula}，{x}', ''),
     'probe_formula_with': ('{formula}，其中 {a}，{x}', ''),
