@@ -12,6 +12,7 @@ The fast tests at the end check the pieces the corpus relies on (`runner.cells_t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -62,14 +63,24 @@ class Case:
     refused: tuple[str, ...] = ()  # exercises whose verdicts must say the policy refused the student's code
     policy_off: bool = False  # `# policy: off`: the case tests the layers beneath the policy; its classes run without
     name: str = ""  # the student's id when it is not the file's name
+    assignment: str = course.ASSIGNMENT  # `# assignment: autograd-zh`: the Chinese notebooks (the same cells and checks)
 
     @property
     def student(self) -> str:
         return self.name or self.path.stem
 
 
-def _solution_cells() -> dict[str, str]:
-    return course.answer_sources(SOLUTIONS)
+ASSIGNMENTS = course.ASSIGNMENTS  # autograd and its translations (autograd-zh): the same notebooks, cells and checks
+
+
+@functools.lru_cache(maxsize=None)
+def _answer_sources(assignment: str) -> dict[str, str]:
+    return course.answer_sources(REPO / "solutions" / assignment)
+
+
+def _solution_cells(assignment: str = course.ASSIGNMENT) -> dict[str, str]:
+    """grade_id -> the instructor's answer in ``assignment``'s solutions (a copy: callers change it)."""
+    return dict(_answer_sources(assignment))
 
 
 def _exercises() -> dict[str, str]:
@@ -100,7 +111,9 @@ def read_case(path: Path) -> Case:
             body_start = number
             break
     body = "\n".join(lines[body_start:]).strip("\n") + "\n"
-    solutions = _solution_cells()
+    assignment = header.get("assignment", [course.ASSIGNMENT])[0]
+    assert assignment in ASSIGNMENTS, f"{path.name}: `# assignment: {assignment}` is not one of {ASSIGNMENTS}"
+    solutions = _solution_cells(assignment)
 
     def answer(grade_id: str, source: str) -> str:
         return "\n".join(solutions[grade_id] if line.strip() == "# <solution>" else line for line in source.split("\n"))
@@ -137,6 +150,7 @@ def read_case(path: Path) -> Case:
                  tuple(e for e in header["flagged"][0].split() if e != "none")),
         refused=tuple(header.get("refused", [""])[0].split()),
         policy_off=header.get("policy", ["on"])[0].strip() == "off",
+        assignment=assignment,
     )
 
 
@@ -177,8 +191,12 @@ def students_of(klass: str) -> list[Case]:
 
 
 def _find(nb: nbformat.NotebookNode, grade_id: str) -> int | None:
+    """The cell with this grade_id, else the cell with this id (a playground cell: `code-889e48bd`)."""
     for index, cell in enumerate(nb.cells):
         if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
+            return index
+    for index, cell in enumerate(nb.cells):
+        if cell.get("id") == grade_id:
             return index
     return None
 
@@ -218,11 +236,12 @@ class GradedClass:
     submitted_before: dict[str, str]
     submitted_after: dict[str, str]
     notebook_seconds: dict[tuple[str, str], float] = field(default_factory=dict)
+    assignment: str = course.ASSIGNMENT
 
     def verdicts(self, student: str, exercises: set[str] | None = None) -> str:
         """The test cells' outputs in the student's autograded notebooks (what nbgrader scored), and its log lines."""
         out = []
-        for path in sorted((self.root / "autograded" / student / course.ASSIGNMENT).glob("*.ipynb")):
+        for path in sorted((self.root / "autograded" / student / self.assignment).glob("*.ipynb")):
             for cell in nbformat.read(str(path), as_version=4).cells:
                 meta = cell.get("metadata", {}).get("nbgrader", {})
                 if not meta.get("grade") or (exercises and runner.exercise_of(meta.get("grade_id", "")) not in exercises):
@@ -239,20 +258,25 @@ def _template(workdir: Path) -> Path:
     root = workdir / "template"
     root.mkdir(parents=True)
     os.symlink(REPO / "solutions", root / "solutions")
-    done = subprocess.run(course.nbgrader_command("generate_assignment", course.ASSIGNMENT, "--force",
+    _release(root, course.ASSIGNMENT)
+    return root
+
+
+def _release(root: Path, assignment: str) -> None:
+    """`nbgrader generate_assignment` of ``assignment`` in the course ``root`` (release/ and its gradebook)."""
+    done = subprocess.run(course.nbgrader_command("generate_assignment", assignment, "--force",
                                                   "--CourseDirectory.release_directory=release",
                                                   f"--CourseDirectory.root={root}"),
                           cwd=REPO, env=course.nbgrader_env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    return root
 
 
 def _submit(case: Case, root: Path, scratch: Path) -> None:
-    answers = dict(_solution_cells()) if case.others == "solution" else {}
+    answers = _solution_cells(case.assignment) if case.others == "solution" else {}
     answers.update(case.cells)
     built = scratch / case.student
-    course.build_submission(root / "release" / course.ASSIGNMENT, answers, built)
-    target = root / "submitted" / case.student / course.ASSIGNMENT
+    course.build_submission(root / "release" / case.assignment, answers, built)
+    target = root / "submitted" / case.student / case.assignment
     target.mkdir(parents=True)
     applied = set()
     for name in case.notebooks:
@@ -264,6 +288,13 @@ def _submit(case: Case, root: Path, scratch: Path) -> None:
                 applied.add(number)
         nbformat.write(nb, str(target / name))
     assert len(applied) == len(case.transforms), f"{case.path.name}: a transform names a cell its notebooks lack"
+
+
+def assignment_of(klass: str) -> str:
+    """The one assignment a class hands in (`# assignment:`; one `nbgrader autograde` run grades one assignment)."""
+    assignments = {case.assignment for case in students_of(klass)}
+    assert len(assignments) == 1, f"class {klass} mixes assignments {sorted(assignments)}: one class, one assignment"
+    return assignments.pop()
 
 
 def policy_off(klass: str) -> bool:
@@ -278,15 +309,18 @@ def grade_class(klass: str, workdir: Path, template: Path, slowdown: float = 1.0
     """Autograde the class (or ``students``, some of it, with the class's policy setting) with nbgrader; killed
     past the sum of its students' bounds (times ``slowdown``)."""
     students = students_of(klass) if students is None else students
+    assignment = assignment_of(klass)
     root = workdir / klass
     shutil.copytree(template, root, symlinks=True)
+    if not (root / "release" / assignment).is_dir():  # the template releases the English assignment
+        _release(root, assignment)
     scratch = workdir / f"{klass}-built"
     for case in students:
         _submit(case, root, scratch)
     before = _hashes(root / "submitted")
     limit = sum(case.bound for case in students) * slowdown + SLACK
     log_path = workdir / f"{klass}.log"
-    command = course.nbgrader_command("autograde", course.ASSIGNMENT, "--force", f"--CourseDirectory.root={root}",
+    command = course.nbgrader_command("autograde", assignment, "--force", f"--CourseDirectory.root={root}",
                                       "--CourseDirectory.release_directory=release",
                                       f"--TrustedExecute.timeout={TIMEOUT}",
                                       *(["--TrustedExecute.policy=False"] if policy_off(klass) else []))
@@ -305,9 +339,10 @@ def grade_class(klass: str, workdir: Path, template: Path, slowdown: float = 1.0
     text = log_path.read_text(errors="replace")
     db = root / "gradebook.db"
     graded = GradedClass(klass, root, process.returncode, seconds, killed, text,
-                         course.gradebook_scores(f"sqlite:///{db}"), before, _hashes(root / "submitted"))
+                         course.gradebook_scores(f"sqlite:///{db}", assignment), before, _hashes(root / "submitted"),
+                         assignment=assignment)
     for student, notebook, secs in re.findall(
-            rf"(\S+)/{course.ASSIGNMENT}/(\S+): [\d.]+/[\d.]+ points \(trusted grading, ([\d.]+) s\)", text):
+            rf"(\S+)/{re.escape(assignment)}/(\S+): [\d.]+/[\d.]+ points \(trusted grading, ([\d.]+) s\)", text):
         graded.notebook_seconds[(student.split("]")[-1].strip(), notebook)] = float(secs)
     return graded
 
@@ -424,7 +459,7 @@ def test_after_grading(classroom, klass, case, check):
 
 def saved_results(graded: GradedClass, case: Case) -> dict[str, dict]:
     """notebook file name -> the grader's saved results for it (grader_results/<assignment>/<student>/<id>.json)."""
-    folder = graded.root / "grader_results" / course.ASSIGNMENT / case.student
+    folder = graded.root / "grader_results" / case.assignment / case.student
     return {name: json.loads((folder / f"{Path(name).stem}.json").read_text(encoding="utf-8"))
             for name in case.notebooks if (folder / f"{Path(name).stem}.json").exists()}
 
@@ -573,6 +608,9 @@ def test_every_case_file_is_well_formed():
     assert not WAITING, f"cases of notebooks not in solutions/: {[p.name for p in WAITING]}"
     exercises = _exercises()
     answer_cells = set(_solution_cells())
+    assert all(set(_solution_cells(a)) == answer_cells for a in ASSIGNMENTS), "a translation has other answer cells"
+    for klass in CLASSES:
+        assignment_of(klass)  # one assignment per class
     assert {"0-control-perfect", "1-control-blank"} <= {case.student for case in CASES}
     for case in CASES:
         assert case.others in ("solution", "stub"), case.path.name
