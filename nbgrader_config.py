@@ -116,3 +116,5 @@ c.GenerateFeedback.preprocessors = [
 # no script) came out as escaped text; nh3's cleaning keeps images from data: URLs and removes everything live.
 c.HTMLExporter.filters = {"markdown2html": "grader.untrusted.SanitizedMarkdown", "clean_html": "grader.untrusted.clean_html"}
 c.HTMLExporter.sanitize_html = True
+# A heading's "¶" anchor links to its id, which the cleaning removes (an id of a submission's can clobber the page's).
+c.HTMLExporter.exclude_anchor_links = True

@@ -372,9 +372,9 @@ def test_results_beyond_the_limits_are_not_read():
     observed = (json.dumps({"event": "observed", "index": 0, "calls": []}) + "\n").encode()
     reported, _, _, _ = runner._read_results(observed, {0: 0}, cells, _outcome())
     assert 0 in reported
-    spam = b"{}\n" * 10_000  # more lines than the plan can explain: what follows is not read
-    reported, _, _, _ = runner._read_results(spam + observed, {0: 0}, cells, _outcome())
-    assert 0 not in reported
+    spam = (json.dumps({"event": "start", "index": 0}) + "\n").encode() * 10_000  # more lines than the plan
+    reported, _, _, _ = runner._read_results(spam + observed, {0: 0}, cells, _outcome())  # explains: not read
+    assert 0 not in reported and runner.GRADER_ERROR not in reported
 
 
 def test_checks_not_judged_within_the_notebooks_time_budget_fail(monkeypatch):

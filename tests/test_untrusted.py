@@ -55,6 +55,18 @@ def helper_mallory(x):
 <script>alert('mallory-script')</script>
 
 [click me](javascript:alert('mallory-link'))
+
+<div class="alert alert-success score mallory-banner" id="mallory-score" style="font-size: 3em">Score 6/6 (verified)</div>
+
+<span id="mallory-span" class="label label-success">all checks passed</span> <b style="color: green">mallory-bold</b>
+
+<style>.mallory-style, #notebook-container {{ display: none }}</style>
+
+<link rel="stylesheet" href="https://evil.example/mallory.css">
+
+<svg class="mallory-svg" width="10" height="10"><rect class="mallory-rect" width="10" height="10"/></svg>
+
+<a href="data:text/html;base64,PHNjcmlwdD5hbGVydCgnbWFsbG9yeScpPC9zY3JpcHQ+">mallory-data-link</a>
 """
 
 
@@ -183,6 +195,47 @@ def _assert_markdown_kept(page: str) -> None:
     assert "click me" in soup.get_text(), "the link's text"
 
 
+def _spoofing_markup(page: str) -> list[str]:
+    """What of the student's markdown could pass for the page's own: a class, id or style it wrote (all of
+    PAYLOAD's carry "mallory"), a <style> or <link> of its own, or a data: URL other than an image's."""
+    from bs4 import BeautifulSoup
+    from pygments.token import STANDARD_TYPES
+
+    soup = BeautifulSoup(page, "html.parser")
+    found = [f"<style>{s.string[:80]}</style>" for s in soup.find_all("style") if "mallory" in (s.string or "")]
+    found += [f"<link {link.attrs}>" for link in soup.find_all("link") if "mallory" in str(link.attrs)]
+    (heading,) = [h for h in soup.find_all("h2") if "Mallory's notes" in h.get_text()]
+    highlighting = {"highlight", *(name for name in STANDARD_TYPES.values() if name)}
+    for element in heading.parent.find_all(True):  # the rendered markdown cell: any class but highlighting's
+        for name in ("class", "id", "style"):
+            value = element.get(name)
+            value = " ".join(value) if isinstance(value, list) else str(value or "")
+            if value and (name != "class" or value not in highlighting):
+                found.append(f"<{element.name} {name}={value!r}>")
+        if element.name != "img" and str(element.get("href", "")).lower().startswith("data:"):
+            found.append(f"<{element.name} href=data:...>")
+    for element in soup.find_all(True):  # and nowhere in the page
+        if any("mallory" in str(element.get(name, "")) for name in ("class", "id", "style")):
+            found.append(f"<{element.name} {element.attrs}>")
+    banner = [t.parent for t in soup.find_all(string=lambda t: "Score 6/6 (verified)" in t)]
+    assert banner, "the banner's text is still shown, as text"
+    found += [f"<{b.name} {b.attrs}>" for b in banner if b.attrs]
+    return found
+
+
+def test_a_submissions_markdown_cannot_dress_itself_in_the_pages_css():
+    """Issue 29: nh3 kept class and id, so a markdown cell drew a "Score 6/6 (verified)" banner with the page's own
+    CSS. Rendered here by an HTMLExporter with the repository's nbgrader_config.py (as nbgrader builds them)."""
+    from nbconvert.exporters import HTMLExporter
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(PAYLOAD), nbformat.v4.new_raw_cell(PAYLOAD)])
+    page, _ = HTMLExporter(config=config).from_notebook_node(nb)
+    assert _spoofing_markup(page) == []
+    assert "Mallory's notes" in page and _live_markup(page) == []
+
+
 @pytest.mark.slow
 def test_feedback_shows_students_markdown_but_nothing_live(hostile_class):
     root, _ = hostile_class
@@ -193,6 +246,7 @@ def test_feedback_shows_students_markdown_but_nothing_live(hostile_class):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     page = (root / "feedback" / "mallory" / course.ASSIGNMENT / f"{NOTEBOOK}.html").read_text(encoding="utf-8")
     assert _live_markup(page) == []
+    assert _spoofing_markup(page) == []
     _assert_markdown_kept(page)
 
 
@@ -218,6 +272,7 @@ def test_formgrader_shows_students_markdown_but_nothing_live(hostile_class, tmp_
             page = answer.read().decode("utf-8")
     assert "Mallory" in page and "formgrader" in page, page[:3000]
     assert _live_markup(page) == []
+    assert _spoofing_markup(page) == []
     _assert_markdown_kept(page)
 
 

@@ -44,8 +44,11 @@ RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<stu
 # a submission that could not be read is one problem of the whole notebook, reported once (under the notebook's
 # name), not once per exercise it holds. The report lists both apart from the class's mistakes.
 NOT_ATTEMPTED = frozenset({"not_implemented", "unfinished_exercise", "unfinished_skipped"})
-WHOLE_NOTEBOOK = frozenset({"unreadable_submission"})
-KINDS = {"mistake": "mistake", "not_attempted": "not attempted", "unreadable": "not graded (unreadable)"}
+# A grader error (``grader.judge.runner.not_graded``) is the grader's, never the student's: listed apart too.
+GRADER_ERROR = "not_graded_grader_error"
+WHOLE_NOTEBOOK = frozenset({"unreadable_submission", GRADER_ERROR})
+KINDS = {"mistake": "mistake", "not_attempted": "not attempted", "unreadable": "not graded (unreadable)",
+         "grader_error": "not graded (grader error)"}
 
 
 @dataclass
@@ -63,9 +66,11 @@ class Diagnosis:
 
     @property
     def kind(self) -> str:
-        """'mistake', 'not_attempted' or 'unreadable'."""
+        """'mistake', 'not_attempted', 'unreadable' or 'grader_error'."""
         if self.mistake in NOT_ATTEMPTED:
             return "not_attempted"
+        if self.mistake == GRADER_ERROR:
+            return "grader_error"
         return "unreadable" if self.mistake in WHOLE_NOTEBOOK else "mistake"
 
 
@@ -346,6 +351,14 @@ def _apart_section(diagnoses: list[Diagnosis], languages: dict[str, str] | None 
                      "test cell of it scored 0. Ask the student to hand it in again.</p>"
                      f'<table id="unreadable"><tr><th>notebook</th><th>students</th><th>why (one example)</th>'
                      f"<th>who</th></tr>{rows}</table>")
+    failed = [d for d in diagnoses if d.kind == "grader_error"]
+    if failed:
+        rows = "".join(f"<tr><td>{esc(d.exercise)}</td><td><b>{d.count}</b></td><td>{esc(d.title)}</td>"
+                       f"<td>{esc(_who(d.students, languages or {}))}</td></tr>" for d in failed)
+        parts.append("<h3>Submissions the grader failed on</h3><p>Not graded: a grader error, not the student's. Every "
+                     "test cell of each scored 0; fix the grader (the reason is in nbgrader's log), then autograde "
+                     f'these again with --force.</p><table id="grader-errors"><tr><th>notebook</th><th>students</th>'
+                     f"<th>why (one example)</th><th>who</th></tr>{rows}</table>")
     return "\n".join(parts)
 
 

@@ -3,7 +3,8 @@ password kept out of what anyone reads.
 
 * ``clean_html`` / ``SanitizedMarkdown``: the HTML of a student's markdown cell goes through nh3 (the Rust
   ammonia sanitizer) before it reaches a page: no ``<script>``, no ``on*`` attribute, no ``javascript:`` URL,
-  no style; headings, lists, tables, code, links and images (``data:image/...`` ones included) stay.
+  no style, no id and no class (but code highlighting's): headings, lists, tables, code, links and images
+  (``data:image/...`` ones included) stay.
   ``nbgrader_config.py`` puts ``SanitizedMarkdown`` in place of nbconvert's ``markdown2html`` filter for every
   ``HTMLExporter``: ``nbgrader generate_feedback`` and formgrader's view of a submission (nbgrader's own
   templates call that filter, not nbconvert's ``clean_html``, so ``HTMLExporter.sanitize_html`` alone leaves
@@ -28,15 +29,35 @@ from urllib.parse import quote, quote_plus
 
 # --- HTML -----------------------------------------------------------------------------------------------------
 
-# ammonia's default tags (nh3.ALLOWED_TAGS) and tfoot; class and id everywhere (code highlighting, heading
-# anchors, a notebook's <div class="alert">), nothing else beyond nh3's defaults (no style, no on*).
+# ammonia's default tags (nh3.ALLOWED_TAGS) and tfoot; nothing beyond nh3's default attributes but title and lang:
+# no style, no on*, and no id or class of the submission's (a student's <div class="alert alert-success"> drew a
+# "Score 6/6 (verified)" banner with the page's own CSS; an id can clobber the page's elements). One exception,
+# the highlighting nbconvert gives a fenced code block: class="highlight" on its <div>, Pygments' token classes
+# on its <span>s. A student who writes those colours text as code is colouring, nothing the page shows as its own.
 _EXTRA_TAGS = {"tfoot"}
-_GENERIC_ATTRIBUTES = {"class", "id", "title", "lang"}
+_GENERIC_ATTRIBUTES = {"title", "lang"}
 _DATA_IMAGE = re.compile(r"^data:image/(png|jpe?g|gif|webp|svg\+xml);base64,[A-Za-z0-9+/=\s]*$", re.IGNORECASE)
 
 
+def _highlight_classes() -> dict[str, frozenset[str]]:
+    """element -> the class names nbconvert's code highlighting puts on it (Pygments' short token names)."""
+    from pygments.token import STANDARD_TYPES
+
+    return {"div": frozenset({"highlight"}), "span": frozenset(name for name in STANDARD_TYPES.values() if name)}
+
+
+_HIGHLIGHT: list[dict[str, frozenset[str]]] = []
+
+
 def _keep_attribute(element: str, attribute: str, value: str) -> str | None:
-    """data: URLs only as an image's source, and only for images; every other URL goes by nh3's schemes."""
+    """data: URLs only as an image's source, and only for images; every other URL goes by nh3's schemes; a class
+    only when it is code highlighting's (``_highlight_classes``), whole."""
+    if attribute == "class":
+        if not _HIGHLIGHT:
+            _HIGHLIGHT.append(_highlight_classes())
+        names = value.split()
+        allowed = _HIGHLIGHT[0].get(element, frozenset())
+        return value if len(names) == 1 and names[0] in allowed else None
     if value.strip().lower().startswith("data:"):
         return value if element == "img" and attribute == "src" and _DATA_IMAGE.match(value.strip()) else None
     return value
@@ -44,11 +65,14 @@ def _keep_attribute(element: str, attribute: str, value: str) -> str | None:
 
 def clean_html(fragment: str) -> str:
     """``fragment`` with only harmless markup left (nh3, ammonia's allow-list): scripts and styles removed with
-    their content, event handlers and javascript:/vbscript:/data: URLs (but images') removed."""
+    their content, event handlers and javascript:/vbscript:/data: URLs (but images') removed, and every id,
+    style and class but code highlighting's: nothing of a submission's can dress itself in the page's CSS."""
     import nh3
 
     attributes = {tag: set(allowed) for tag, allowed in nh3.ALLOWED_ATTRIBUTES.items()}
     attributes["*"] = set(_GENERIC_ATTRIBUTES)
+    for tag in ("div", "span"):  # (then filtered: only code highlighting's classes are kept)
+        attributes.setdefault(tag, set()).add("class")
     return nh3.clean(fragment, tags=set(nh3.ALLOWED_TAGS) | _EXTRA_TAGS, attributes=attributes,
                      url_schemes=set(nh3.ALLOWED_URL_SCHEMES) | {"data"}, attribute_filter=_keep_attribute,
                      strip_comments=True)

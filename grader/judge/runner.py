@@ -30,7 +30,7 @@ import nbformat
 
 from grader.judge import outputs, testcells
 from grader.isolation import sandbox
-from grader.boundary import wire
+from grader.boundary import reports, wire
 from grader.boundary.channel import RESULTS_LIMIT  # bytes of results read from the sandbox
 from grader.boundary.limits import NOTEBOOK_SECONDS
 from grader.judge.testcells import exercise_of  # noqa: F401 (part of this module's interface)
@@ -60,7 +60,7 @@ class CellResult:
     grade_id: str
     points: float
     max_points: float
-    status: str  # "passed", "failed", "not run"
+    status: str  # "passed", "failed", "not run", "not graded" (a grader error: ``not_graded``)
     message: str = ""
     findings: list[dict[str, Any]] = field(default_factory=list)  # one per failed check call: mistake id, where...
 
@@ -222,21 +222,61 @@ def _grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float, 
 
     token = GRADING.set(name)  # (a pool that has something to say about this run names the notebook)
     try:
-        reported, problems, restored, flags = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
+        executed = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
     finally:
         GRADING.reset(token)
+    budget = JUDGE_SECONDS if judge_seconds is None else float(judge_seconds)
+    try:
+        _verdicts(result, cells, executed, budget)
+    except Exception as exc:  # noqa: BLE001  (a bug of ours, or reports no schema foresaw: this notebook's alone)
+        why = exc.reason if isinstance(exc, GraderError) else f"judging failed ({error_text(exc)})"
+        not_graded(result, [(c.grade_id, c.points) for c in cells if c.graded], why)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+class GraderError(Exception):
+    """The grader, not the student, failed on this notebook: it is not graded (``not_graded``), never scored as a
+    verdict, and the rest of the class is graded as usual. ``reason``: what failed, in English (for the instructor)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _verdicts(result: NotebookResult, cells: list[Cell], executed: tuple[Any, Any, list[str], list[tuple[Any, str]]],
+              budget: float) -> None:
+    """Fill ``result`` from what the sandbox reported; raises ``GraderError`` (or whatever a bug of ours raises)
+    when the reports could not be read or a check could not be judged."""
+    reported, problems, restored, flags = executed
     problem, result.problem_for_instructor = problems if isinstance(problems, tuple) else (problems, "")
     names = {(c.index if c.index >= 0 else ("missing", c.grade_id)): c.grade_id or f"cell {c.index + 1}" for c in cells}
     result.flags = [{"cell": str(names.get(key, "?")), "what": what} for key, what in flags]
+    if GRADER_ERROR in reported:
+        raise GraderError(str(reported[GRADER_ERROR]))
     room = [outputs.NOTEBOOK_BYTES]
     result.outputs = [(outputs.source_key(c.source), outputs.sanitize(reported.get(("outputs", c.index)), room))
                       for c in cells if not c.graded and c.index >= 0]
-    budget = JUDGE_SECONDS if judge_seconds is None else float(judge_seconds)
     with _JUDGES:  # the budget starts once this notebook has a core of its own to be judged on
         _judge_cells(result, cells, reported, problem, budget)
     result.problem = problem
     result.restored = restored
-    result.seconds = time.monotonic() - started
+
+
+def not_graded(result: NotebookResult, graded: list[tuple[str, float]], reason: str) -> NotebookResult:
+    """``result`` set aside as "not graded: grader error": each test cell (grade_id, points) scores 0 with one
+    sentence saying so and what happens next, in the notebook's language (``reason`` stays English: the detail the
+    instructor needs); the instructor's log reads it in English (``problem_for_instructor``)."""
+    from grader.spec.messages import message
+
+    title = say("not_graded_grader_error", reason=reason)
+    text = f"{title}\n{message('not_graded_grader_error').hint}"
+    result.cells = [CellResult(grade_id, 0.0, points, "not graded", text,
+                               [{"mistake": "not_graded_grader_error", "title": title, "hidden": False}])
+                    for grade_id, points in graded]
+    result.problem = title
+    with messages.using("en"):
+        result.problem_for_instructor = say("not_graded_grader_error", reason=reason)
     return result
 
 
@@ -364,9 +404,8 @@ def _judge_call(call: testcells.CheckCall, answer: Any,
         return failed(getattr(failure, "mistake", "") or "basics:" + call.check, str(failure).strip())
     except (wire.WireError, KeyError, TypeError, ValueError) as exc:
         return failed("unreadable_observations", say("unreadable_observations", entry=call.entry, error=exc))
-    except Exception as exc:  # a bug of ours must fail one check, not the whole class's grading
-        return failed("grader_error", say("grader_could_not_judge", entry=call.entry, error_type=type(exc).__name__,
-                                          error=exc))
+    except Exception as exc:  # a bug of ours: this notebook is not graded (never a verdict), the class goes on
+        raise GraderError(f"judging `{call.entry}` ({call.check}) failed ({error_text(exc)})") from None
 
 
 def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: list[Path],
@@ -436,6 +475,55 @@ def _run_unsandboxed(scratch: Path, env: dict[str, str], timeout: float) -> tupl
     outcome = sandbox.Outcome(child.returncode, "", time.monotonic() - started, stopped, sandbox.Limits(wall_seconds=timeout))
     return "\n".join(inbox.lines).encode(), outcome
 
+GRADER_ERROR = ("grader error",)  # key of ``reported``: why the notebook's reports could not be read
+
+
+def _read_lines(data: bytes, keys: dict[int, Any], reported: dict[Any, Any], state: dict[str, Any]) -> None:
+    """Read the reports into ``reported`` and ``state`` (running, restored, flags); raises ``reports.ReportError``
+    (or whatever a malformed line makes fail) at the first line that is not a well-formed report."""
+    flags: list[tuple[Any, str]] = state["flags"]
+    text = data[:RESULTS_LIMIT].decode("utf-8", errors="replace")
+    lines_left = LINES_PER_CELL * len(keys) + EXTRA_LINES  # beyond that, lines are spam: not read
+    for number, line in enumerate(io.StringIO(text), 1):
+        if not line.strip():
+            continue
+        lines_left -= 1
+        if lines_left < 0:
+            break
+        try:
+            entry = reports.check(json.loads(line))
+            if entry["event"] != "flag" and entry["index"] not in keys:
+                raise reports.ReportError(f"'{entry['event']}' report for plan item {entry['index']}, which the "
+                                          "plan does not have")
+        except reports.ReportError as exc:
+            raise reports.ReportError(f"report line {number}: {exc}") from None
+        except (ValueError, RecursionError) as exc:  # bad JSON, 200,000 nested brackets, an integer of 5,000 digits
+            raise reports.ReportError(f"report line {number} is not readable JSON ({error_text(exc)})") from None
+        if entry["event"] == "flag":
+            flags.append((keys.get(entry["index"]), entry["what"][:200]))
+            continue
+        key = keys[entry["index"]]
+        if entry["event"] == "start":
+            state["running"] = key
+        elif entry["event"] == "observed":
+            if flags:
+                entry["flagged"] = flags[0][1]
+            reported[key] = entry
+            state["restored"] += entry.get("restored", [])
+            state["running"] = None
+        elif entry["event"] == "done":
+            reported[("outputs", key)] = entry.get("outputs", [])
+            state["running"] = None
+            if entry.get("error"):  # the cell raised: kept for diagnoses
+                reported[("raised", key)] = {k: entry.get(k) for k in ("error", "line", "code")}
+
+
+def error_text(exc: BaseException) -> str:
+    """'TypeError: unhashable type: 'list'', on one line and short: what the instructor's log and the student read."""
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= 300 else text[:299] + "…"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
 
 LINES_PER_CELL = 4  # result lines read per planned cell (the child writes two: start, then done or observed)
 EXTRA_LINES = 64
@@ -444,44 +532,21 @@ EXTRA_LINES = 64
 def _read_results(data: bytes, keys: dict[int, Any], cells: list[Cell],
                   outcome: sandbox.Outcome) -> tuple[dict[Any, dict[str, Any]], Any, list[str], list[tuple[Any, str]]]:
     """The reports in the order they were sent. Once anything was flagged, every later observation is marked
-    ``flagged`` (it may be forged): those checks score 0, and the flags are returned for the instructor."""
+    ``flagged`` (it may be forged): those checks score 0, and the flags are returned for the instructor.
+
+    Every line is checked against its event's schema (``grader.boundary.reports``) before a field is read. A line
+    that is not one (unreadable JSON, a field of the wrong type, an index outside the plan), or anything else
+    that goes wrong while reading, never raises: reading stops, and ``reported[GRADER_ERROR]`` says why (the
+    notebook is then not graded: a grader error, not a verdict on the student)."""
     reported: dict[Any, dict[str, Any]] = {}
-    running = None
-    restored: list[str] = []
-    flags: list[tuple[Any, str]] = []
-    text = data[:RESULTS_LIMIT].decode("utf-8", errors="replace")
-    lines_left = LINES_PER_CELL * len(keys) + EXTRA_LINES  # beyond that, lines are spam: not read
-    for line in io.StringIO(text):
-        if not line.strip():
-            continue
-        lines_left -= 1
-        if lines_left < 0:
-            break
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(entry, dict):
-            continue
-        if entry.get("event") == "flag":
-            flags.append((keys.get(entry.get("index")), str(entry.get("what", "?"))[:200]))
-            continue
-        if entry.get("index") not in keys:
-            continue
-        key = keys[entry["index"]]
-        if entry.get("event") == "start":
-            running = key
-        elif entry.get("event") == "observed":
-            if flags:
-                entry["flagged"] = flags[0][1]
-            reported[key] = entry
-            restored += [str(r) for r in entry.get("restored", []) if isinstance(r, str)]
-            running = None
-        elif entry.get("event") == "done":
-            reported[("outputs", key)] = entry.get("outputs")
-            running = None
-            if entry.get("error") and isinstance(entry.get("error"), str):  # the cell raised: kept for diagnoses
-                reported[("raised", key)] = {k: entry.get(k) for k in ("error", "line", "code")}
+    state: dict[str, Any] = {"running": None, "restored": [], "flags": []}
+    try:
+        _read_lines(data, keys, reported, state)
+    except Exception as exc:  # noqa: BLE001  (nothing a report holds may stop the class's grading)
+        reported.clear()
+        why = str(exc) if isinstance(exc, reports.ReportError) else error_text(exc)
+        reported[GRADER_ERROR] = f"the notebook's reports could not be read: {why}"  # type: ignore[assignment]
+    running, restored, flags = state["running"], state["restored"], state["flags"]
     problem = ""
     if outcome.stopped or outcome.returncode not in (0, None):
         where = next((c for c in cells if (c.index if c.index >= 0 else ("missing", c.grade_id)) == running), None)

@@ -509,8 +509,10 @@ EN.update({
     "unreadable_observations": Message(
         "✗ the observations of `{entry}` could not be read ({error}); the check fails",
         "Do not write into the grader's results; re-run your notebook from the top."),
-    "grader_could_not_judge": Message("✗ the grader could not judge `{entry}` ({error_type}: {error}); tell your instructor",
-                                      "This is a bug of the grader, not of your code."),
+    "not_graded_grader_error": Message(
+        "not graded: grader error ({reason}); this is not a verdict on your code",
+        "Nothing to change in your notebook: your instructor sees this error in the grading log and will grade the "
+        "notebook again once the grader is fixed."),
     "not_reported": Message("the notebook's process did not report this check (was it tampered with?)",
                             "Re-run your notebook from the top; do not change the grader from your cells."),
     "not_reached": Message("not reached", "An earlier cell stopped the notebook."),

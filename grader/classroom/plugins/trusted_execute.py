@@ -122,6 +122,33 @@ class TrustedExecute(NbGraderPreprocessor):
 
         return course_hidden(self._course_root(), db_url)
 
+    def _graded(self, nb: Any, info: dict[str, Any], name: str, hide: list[Path], future: Future | None,
+                language: str) -> Any:
+        """The notebook's result: graded ahead (``future``) or now. Any error of the grading machinery that is not
+        the grading environment's (SetupError, SandboxRefused: the run stops) makes this notebook alone "not
+        graded: grader error": raised into nbgrader, it would remove the submission and fail the class's run."""
+        from grader.isolation import sandbox
+        from grader.judge import runner
+        from grader.spec import messages
+
+        try:
+            if future is not None:
+                return future.result()
+            cells = runner.cells_to_run(nb, self._trusted_cells(info["db_url"], info["assignment"], info["notebook"]),
+                                        self._instructor_sources(info["assignment"], info["notebook"]),
+                                        policy=self.policy)
+            return runner.grade_cells(name, cells, "the gradebook", self.timeout, self.allow_unsandboxed, hide,
+                                      _CLASSROOM.pool, language=language)
+        except (sandbox.SetupError, runner.SandboxRefused):
+            raise
+        except Exception as exc:  # noqa: BLE001
+            trusted = self._trusted_cells(info["db_url"], info["assignment"], info["notebook"])
+            graded = [(grade_id, float(cell.metadata["nbgrader"].get("points", 0) or 0))
+                      for grade_id, cell in trusted.items() if cell.metadata["nbgrader"].get("grade")]
+            with messages.using(language):
+                return runner.not_graded(runner.NotebookResult(name, "the gradebook"), graded,
+                                         f"grading failed ({runner.error_text(exc)})")
+
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         from grader.judge import runner
         from grader.isolation import sandbox
@@ -141,14 +168,8 @@ class TrustedExecute(NbGraderPreprocessor):
                     future.cancel()
                 trusted = self._trusted_cells(info["db_url"], info["assignment"], info["notebook"])
                 result = _unreadable_result(name, trusted, unreadable)
-            elif future is not None:
-                result = future.result()
             else:
-                cells = runner.cells_to_run(nb, self._trusted_cells(info["db_url"], info["assignment"], info["notebook"]),
-                                            self._instructor_sources(info["assignment"], info["notebook"]),
-                                            policy=self.policy)
-                result = runner.grade_cells(name, cells, "the gradebook", self.timeout, self.allow_unsandboxed, hide,
-                                            _CLASSROOM.pool, language=language)
+                result = self._graded(nb, info, name, hide, future, language)
         except (sandbox.SetupError, runner.SandboxRefused) as exc:
             # nbgrader would blame this student and go on to fail every other one: stop the run instead
             self.log.error("%s %s", *self.setup_problem("setup_failed_midway", current=info["student"],
@@ -233,7 +254,7 @@ def _write_verdicts(nb: Any, result: Any, root: Path | None = None) -> None:
         if verdict.status == "passed":
             cell.outputs.append(NotebookNode(output_type="stream", name="stdout", text=relative(verdict.message) + "\n"))
         else:
-            message = relative(verdict.message if verdict.status == "failed" else
+            message = relative(verdict.message if verdict.status in ("failed", "not graded") else
                                say("not_checked", reason=verdict.message))
             cell.outputs.append(NotebookNode(output_type="error", ename="AssertionError", evalue=message,
                                              traceback=["AssertionError: " + message]))
