@@ -93,6 +93,17 @@ class _RecomputingSquare(_Square):
         return d
 
 
+class _RecomputingOnSaved(_Square):
+    """The stronger form a helper found (full marks on b0039a7): no detach, the saved input itself, create_graph."""
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            (d,) = torch.autograd.grad(x * x, x, grad, create_graph=True)
+        return d
+
+
 class _OverfitSquare(_Square):
     @staticmethod
     def backward(ctx, grad):
@@ -131,6 +142,9 @@ ATTACKS = {
     "backward asks autograd": ("square", _RecomputingSquare.apply,
                                {"first_derivatives": "derivative_by_autograd",
                                 "second_derivatives": "derivative_by_autograd"}),
+    "backward asks autograd about its saved input": ("square", _RecomputingOnSaved.apply,
+                                                    {"first_derivatives": "derivative_by_autograd",
+                                                     "second_derivatives": "derivative_by_autograd"}),
     "backward right only for |x| < 1.4": ("square", _OverfitSquare.apply,
                                           {"first_derivatives": "wrong_gradient",
                                            "second_derivatives": "first_order_wrong_before_second"}),
