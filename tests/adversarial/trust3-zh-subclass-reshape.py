@@ -2,7 +2,7 @@
 # cell: square
 # others: solution
 # expect: square=0..2 exp=6 sinh=6 cube=6
-# bound: 15
+# bound: 20
 # class: trust3-zh
 # assignment: autograd-zh
 # why: trust3-subclass-reshape handed in in the Chinese notebooks (nbgrader's assignment autograd-zh, as the demo's mei
