@@ -266,7 +266,9 @@ ATTACKS = [
     ("torch.jit", "import torch\ntorch.jit.script", "torch.jit"),
     ("torch.hub", "from torch import hub", "hub"),
     ("a module reached through torch", "import torch\nos = torch.os", "os"),
-    ("a module reached through pyplot", "import matplotlib.pyplot as plt\nsys = plt.sys", "sys"),
+    ("a module reached through pyplot", "import matplotlib.pyplot as plt\nimportlib = plt.importlib", "importlib"),
+    ("sys beyond its everyday names, reached through pyplot", "import matplotlib.pyplot as plt\nplt.sys.modules",
+     "sys.modules"),
     ("numpy's ctypes bridge", "import numpy as np\np = np.zeros(3).ctypes", "ctypes"),
     ("numpy's stride tricks", "import numpy as np\nnp.lib.stride_tricks.as_strided", "numpy.lib"),
     ("numpy's memory map of /proc/self/mem", "import numpy as np\nnp.memmap('/proc/self/mem')", "memmap"),
@@ -417,3 +419,86 @@ def test_the_policy_fails_closed_when_it_breaks(monkeypatch, shell_with_policy) 
         assert shell.ast_transformers, "IPython unregistered the policy"
     finally:
         shell.ast_transformers[:] = []
+
+
+# --- everyday code that harms nothing runs as written (issue 29: 15 of 89 right answers scored 0 on such code)
+
+EVERYDAY = {
+    "a device chosen with torch.cuda": "import torch\ncuda = torch.cuda.is_available()\n"
+                                       "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nn = torch.cuda.device_count()",
+    "autocast's decorators on a Function": (
+        "import torch\nclass Cube(torch.autograd.Function):\n    @staticmethod\n"
+        "    @torch.amp.custom_fwd(device_type='cpu')\n    def forward(ctx, x):\n        ctx.save_for_backward(x)\n"
+        "        return x ** 3\n    @staticmethod\n    @torch.amp.custom_bwd(device_type='cpu')\n"
+        "    def backward(ctx, g):\n        (x,) = ctx.saved_tensors\n        return 3 * x ** 2 * g\n"
+        "y = Cube.apply(torch.ones(2, requires_grad=True))\ny.sum().backward()"),
+    "a flag of its own on ctx": (
+        "import torch\nclass L(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x, b=None):\n"
+        "        ctx._has_bias = b is not None\n        ctx.save_for_backward(x)\n        return x * 2\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        assert ctx._has_bias is False\n        return g * 2, None\n"
+        "L.apply(torch.ones(2, requires_grad=True)).sum().backward()"),
+    "from __future__ import annotations": "from __future__ import annotations\n"
+                                          "def f(x: torch.Tensor) -> int:\n    return 1\nf(1)",
+    "a match statement": (
+        "import torch\ndef kind(x):\n    match x:\n        case int():\n            return 'int'\n"
+        "        case torch.Tensor():\n            return 'tensor'\n        case (a, b):\n            return 'pair'\n"
+        "        case {'k': v}:\n            return v\n        case torch.float64:\n            return 'dtype'\n"
+        "        case _:\n            return 'other'\n"
+        "assert [kind(1), kind(torch.ones(1)), kind((1, 2)), kind({'k': 3}), kind(torch.float64), kind('s')] == "
+        "['int', 'tensor', 'pair', 3, 'dtype', 'other']"),
+    "a match on a class of its own": (
+        "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\n    y: int = 0\n"
+        "match P(1, 2):\n    case P(x=1, y=y):\n        found = y\nassert found == 2\n"
+        "match P(3):\n    case P(a, b):\n        assert (a, b) == (3, 0)"),
+    "print to stderr, the Python version": "import sys\nprint('debug', file=sys.stderr)\nv = sys.version\n"
+                                           "ok = sys.version_info >= (3, 8)",
+    "vars() in a branch that never runs": "def f(ctx):\n    if False:\n        print(vars(ctx))\n    return 1\nf(1)",
+    "vars() of its own object": "class A:\n    def __init__(self):\n        self.x = 1\nassert vars(A()) == {'x': 1}",
+    "functools.reduce(operator.mul, ...)": "import functools, operator\n"
+                                           "assert functools.reduce(operator.mul, [2, 3]) == 6\n"
+                                           "assert operator.itemgetter(0)([5]) == 5",
+    "type(x).__name__": "import torch\nn = type(torch.ones(1)).__name__",
+    "a logger": "import logging\nlogger = logging.getLogger('mine')\nlogger.setLevel(logging.INFO)\n"
+                "logger.info('hello %s', 1)\nlogging.basicConfig(level=logging.WARNING, format='%(message)s')",
+}
+
+
+@pytest.mark.parametrize("name", list(EVERYDAY))
+def test_everyday_harmless_code_runs_as_written(name, capsys):
+    run_cell(EVERYDAY[name])
+
+
+EVERYDAY_GADGETS = {
+    # what the newly allowed modules must not hand out
+    "operator.attrgetter reads any attribute": "import operator\noperator.attrgetter('__class__')",
+    "operator.methodcaller calls any method": "import operator\noperator.methodcaller('__reduce_ex__', 2)",
+    "operator.getitem bypasses the item guard": "import operator\noperator.getitem",
+    "operator.setitem writes past the write guard": "import operator\noperator.setitem",
+    "a logging Formatter formats by attributes": "import logging\nlogging.Formatter",
+    "a '{' style basicConfig": "import logging\nlogging.basicConfig(format='{message.__class__}', style='{')",
+    "a logger's handlers": "import logging\nlogging.getLogger().handlers",
+    "a logger's manager": "import logging\nlogging.getLogger().manager",
+    "changing a logger": "import logging\nlogging.getLogger('x').info = print",
+    "sys.modules": "import sys\nsys.modules",
+    "sys._getframe": "import sys\nsys._getframe",
+    "sys.settrace": "import sys\nsys.settrace",
+    "torch.cuda beyond is_available": "import torch\ntorch.cuda.memory",
+    "torch's own name on ctx": (
+        "import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+        "        ctx._materialize_non_diff_grads = False\n        return x * 2\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return g\nF.apply(torch.ones(1, requires_grad=True))"),
+    "torch.func's name on ctx": (
+        "import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+        "        ctx._pt_out_dims = 0\n        return x * 2\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return g\nF.apply(torch.ones(1, requires_grad=True))"),
+    "vars() of a library object": "import torch\nvars(torch.nn.Linear(1, 1))",
+    "vars() without an argument": "vars()",
+    "a class pattern reading any attribute": "import torch\nmatch torch:\n    case object(ops=o):\n        pass",
+    "a class pattern with an underscore field": "class A:\n    pass\nmatch A():\n    case A(_x=1):\n        pass",
+    "a value pattern reaching a refused name": "import torch\nmatch 1:\n    case torch.ops.aten:\n        pass",
+}
+
+
+@pytest.mark.parametrize("name", list(EVERYDAY_GADGETS))
+def test_the_everyday_allowances_hand_out_no_gadget(name):
+    refused(EVERYDAY_GADGETS[name])

@@ -49,6 +49,7 @@ from RestrictedPython.transformer import IOPERATOR_TO_STR
 from grader.sandboxed.policy_compile import CourseTransformer, check, transform  # noqa: E402,F401
 from grader.sandboxed.policy_rules import (ALLOWED_TYPE_ROOTS, CLASS_NAMESPACE_DUNDERS, DUNDER_ATTRIBUTES,  # noqa: E402
                                            IPYTHON_NAMES, MODULE_ALLOWED_ONLY, MODULE_REFUSED, MODULES,
+                                           TYPE_ALLOWED_ONLY, TYPE_ALLOWED_ONLY_ROOTS,
                                            NEVER_HANDED_OUT, REFUSED_EVERYWHERE, PolicyError, _allowed_below,
                                            _private, _refused)
 
@@ -78,6 +79,7 @@ class Runtime:
             "_iter_unpack_sequence_": guarded_iter_unpack_sequence, "_unpack_sequence_": guarded_unpack_sequence,
             "_apply_": _apply, "_inplacevar_": _inplacevar, "_name_": self.name, "_import_": self.import_,
             "_import_from_": self.import_from, "__metaclass__": self.make_class,
+            "_match_values_": _MatchValues, "_match_class_": self.match_class,
         })
         self._refresh_special()
 
@@ -109,8 +111,16 @@ class Runtime:
 
     def _own_attribute(self, obj: Any, name: str) -> bool:
         """``_name`` a graded cell gave its own object: in the instance's dict, or defined in the body of one of
-        its own classes (never an internal torch or Python put there: ``_backward_cls``, ``__dict__`` ...)."""
-        if name.startswith("__") or name.endswith("_") or not self._own(obj):
+        its own classes (never an internal torch or Python put there: ``_backward_cls``, ``__dict__`` ...); or one it
+        gave a Function's ``ctx`` (``ctx._has_bias``: see ``_ctx_attribute``)."""
+        if name.startswith("__") or name.endswith("_"):
+            return False
+        if _ctx_attribute(obj, name):
+            try:
+                return name in object.__getattribute__(obj, "__dict__")
+            except AttributeError:
+                return False
+        if not self._own(obj):
             return False
         cls = obj if isinstance(obj, type) else type(obj)
         # the class where Python finds the name (a mixin's body naming it does not make torch.Tensor's value ours)
@@ -150,6 +160,9 @@ class Runtime:
                 raise _refused(f"{module}.{name}")
         elif not self._type_allowed(obj if isinstance(obj, type) else type(obj)):  # a class: by itself, not `type`
             raise _refused(f"reading attributes of {_kind(obj)}")
+        allowed = _type_allow_list(obj)
+        if allowed is not None and name not in allowed:
+            raise _refused(f'".{name}" of {_kind(obj)} (its allowed names: {", ".join(sorted(allowed))})')
         value = getattr(obj, name, *default)
         return self._hand_out(value, name)
 
@@ -216,6 +229,21 @@ class Runtime:
                 raise _refused(f'deleting ".{name}"')
             delattr(runtime.write(obj, name), name)
 
+        def vars_(*args: Any) -> dict[str, Any]:
+            """``vars(obj)`` of the notebook's own object or class, or of a Function's ctx: a copy of what it keeps
+            under plain names (never an object's namespace itself, never Python's or torch's internals)."""
+            if len(args) != 1:
+                raise _refused("vars() without an argument")
+            obj = args[0]
+            if not (runtime._own(obj) or _is_ctx(obj)):
+                raise _refused(f"vars() of {_kind(obj)} (your own objects and ctx only)")
+            try:
+                namespace = dict(object.__getattribute__(obj, "__dict__"))
+            except AttributeError:
+                raise TypeError("vars() argument must have __dict__ attribute") from None
+            return {k: runtime._hand_out(v, k) for k, v in namespace.items()
+                    if type(k) is str and not k.startswith("__") and (not k.startswith("_") or runtime._own_attribute(obj, k))}
+
         def type_(*args: Any) -> type:
             if len(args) == 3 and type(args[2]) is dict:  # a class made by a call: the same rules as a class statement
                 return runtime.make_class(args[0], tuple(args[1]), dict(args[2]))
@@ -223,7 +251,8 @@ class Runtime:
                 raise TypeError("type() takes 1 or 3 arguments")
             return runtime._hand_out(type(args[0]), "type()")
 
-        return {"getattr": getattr_, "hasattr": hasattr_, "setattr": setattr_, "delattr": delattr_, "type": type_}
+        return {"getattr": getattr_, "hasattr": hasattr_, "setattr": setattr_, "delattr": delattr_, "type": type_,
+                "vars": vars_}
 
     # -- what may be written
     def write(self, obj: Any, name: str | None = None) -> Any:
@@ -231,8 +260,11 @@ class Runtime:
             raise _refused(f"changing the module {obj.__name__}")
         if isinstance(obj, type) and not self._own(obj):
             raise _refused(f"changing the class {obj.__qualname__}")
-        if name is not None and name.startswith("_") and (isinstance(obj, type) or not self._own(obj)):
+        if name is not None and name.startswith("_") and (isinstance(obj, type) or not self._own(obj)) \
+                and not _ctx_attribute(obj, name):
             raise _refused(f'setting ".{name}" of {_kind(obj)} (underscore attributes are for your own objects)')
+        if _type_allow_list(obj) is not None:
+            raise _refused(f"changing {_kind(obj)} (use its methods)")
         if name in REFUSED_EVERYWHERE and not self._own(obj):
             raise _refused(f'setting ".{name}"')
         if not self._type_allowed(type(obj)):
@@ -263,6 +295,21 @@ class Runtime:
             return self.getattr(imported, name)
         except AttributeError:
             return self.import_(f"{module}.{name}", True)
+
+    # -- match statements (policy_compile.CourseTransformer.visit_Match)
+    def match_class(self, cls: Any, fields: list[str]) -> Any:
+        """A class a ``case C(...)`` pattern names: the fields its positional patterns read (``__match_args__``) must
+        be public, and keyword fields are read from the notebook's own classes only (on ``object``, a keyword pattern
+        would read any attribute of any subject past the guards)."""
+        if not isinstance(cls, type):
+            raise TypeError(f"called match pattern must be a class, not {_kind(cls)}")
+        match_args = cls.__dict__.get("__match_args__", ()) if cls in self.classes else getattr(cls, "__match_args__", ())
+        if any(type(name) is not str or name.startswith("_") for name in match_args):
+            raise _refused(f"a class pattern of {_kind(cls)} (its fields are not public)")
+        if fields and not self._own(cls):
+            raise _refused(f"keyword fields in a class pattern of {_kind(cls)} (your own classes only; "
+                           "compare attributes in the case's `if` instead)")
+        return cls
 
     # -- classes
     def make_class(self, name: str, bases: tuple[Any, ...], namespace: dict[str, Any], **kwargs: Any) -> type:
@@ -296,6 +343,47 @@ class Runtime:
         self.names[cls] = frozenset(namespace)
         self.type_ok.clear()
         return cls
+
+
+class _MatchValues:
+    """What a match statement's patterns read (dotted names, classes), evaluated through the guards beforehand."""
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+
+def _is_ctx(obj: Any) -> bool:
+    """A custom Function's ``ctx`` (the node torch made for one call of it)."""
+    function = sys.modules.get("torch.autograd.function")
+    ctx_type = getattr(function, "FunctionCtx", None)
+    return isinstance(ctx_type, type) and isinstance(obj, ctx_type) and not isinstance(obj, type)
+
+
+def _ctx_attribute(obj: Any, name: str) -> bool:
+    """``ctx._name`` a Function's code may keep for its backward (``ctx._has_bias``): a single-underscore name that
+    no class of the ctx defines (``_forward_cls``, ``_raw_saved_tensors``, ``_materialize_non_diff_grads`` are
+    torch's), on a ctx."""
+    if not (name.startswith("_") and not name.startswith("__") and not name.endswith("_") and _is_ctx(obj)):
+        return False
+    if name.startswith("_pt_") or name in _TORCH_CTX_INSTANCE_NAMES:  # what torch.func keeps on a ctx's instance
+        return False
+    return not any(name in vars(klass) for klass in type(obj).__mro__) and not hasattr(type(obj), name)
+
+
+_TORCH_CTX_INSTANCE_NAMES = frozenset({"_curr_iter", "_tensors_no_vc_check", "_compiled_autograd_backward_state"})
+
+
+def _type_allow_list(obj: Any) -> frozenset[str] | None:
+    """The names an object of a TYPE_ALLOWED_ONLY library type may be read through (an empty set for the library's
+    other types); None for every other object."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    if str(getattr(cls, "__module__", "")).split(".")[0] not in TYPE_ALLOWED_ONLY_ROOTS:
+        return None
+    for klass in cls.__mro__:
+        allowed = TYPE_ALLOWED_ONLY.get(f"{klass.__module__}.{klass.__qualname__}")
+        if allowed is not None:
+            return allowed
+    return frozenset()
 
 
 def _array_type(base: type) -> str:
@@ -360,9 +448,26 @@ def _stand_ins(runtime: Runtime) -> dict[Any, Any]:
         _check_wrapper_names(assigned, updated)
         return functools.partial(update_wrapper, wrapped=wrapped, assigned=assigned, updated=updated)
 
+    def itemgetter(*items: Any) -> Any:
+        """operator.itemgetter whose items are read through the policy's item guard."""
+        if len(items) == 1:
+            return lambda obj: runtime.getitem(obj, items[0])
+        return lambda obj: tuple(runtime.getitem(obj, item) for item in items)
+
+    def basic_config(**kwargs: Any) -> None:
+        """logging.basicConfig with %-style formats only (a "{" format walks attributes of what is logged)."""
+        if kwargs.get("style", "%") != "%" or "handlers" in kwargs:
+            raise _refused('logging.basicConfig with style= or handlers= (a "%(message)s" format is fine)')
+        logging.basicConfig(**kwargs)
+
+    import logging
+
     functools.update_wrapper(update_wrapper, functools.update_wrapper)
     functools.update_wrapper(wraps, functools.wraps)
-    return {functools.update_wrapper: update_wrapper, functools.wraps: wraps, types.SimpleNamespace: _SimpleNamespace}
+    functools.update_wrapper(itemgetter, operator.itemgetter)
+    functools.update_wrapper(basic_config, logging.basicConfig)
+    return {functools.update_wrapper: update_wrapper, functools.wraps: wraps, types.SimpleNamespace: _SimpleNamespace,
+            operator.itemgetter: itemgetter, logging.basicConfig: basic_config}
 
 
 def _check_wrapper_names(assigned: Any, updated: Any) -> None:

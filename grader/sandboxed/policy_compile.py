@@ -125,6 +125,70 @@ class CourseTransformer(RestrictingNodeTransformer):
         node.keywords.append(ast.keyword(arg="metaclass", value=ast.Name("__metaclass__", ast.Load())))
         return node
 
+    # -- match statements: patterns read attributes (dotted value names, a class's fields) where no guard can sit, so
+    # every dotted name and class a pattern uses is evaluated before the statement, through the guards, into a
+    # holder the patterns read instead; field names are plain names, and a class's fields are checked when it runs
+    def visit_Match(self, node: Any) -> Any:
+        self.match_count = getattr(self, "match_count", 0) + 1
+        holder, hoisted = f"_match_values_{self.match_count}_", []
+        node.subject = self.visit(node.subject)
+        for case in node.cases:
+            case.pattern = self._pattern(case.pattern, holder, hoisted)
+            if case.guard is not None:
+                case.guard = self.visit(case.guard)
+            case.body = [n for stmt in case.body for n in _as_list(self.visit(stmt))]
+        if not hoisted:
+            return node
+        values = ast.Call(func=ast.Name("_match_values_", ast.Load()), args=[],
+                          keywords=[ast.keyword(arg=name, value=value) for name, value in hoisted])
+        return [ast.copy_location(ast.Assign(targets=[ast.Name(holder, ast.Store())], value=values), node), node]
+
+    def _hoist(self, expr: Any, holder: str, hoisted: list[tuple[str, Any]], kind: str = "value",
+               fields: list[str] | None = None) -> Any:
+        name = f"v{len(hoisted)}"
+        value = self.visit(expr)
+        if kind == "class":  # checked when it runs: which fields its positional patterns read (__match_args__)
+            value = ast.Call(func=ast.Name("_match_class_", ast.Load()),
+                             args=[value, ast.List([ast.Constant(f) for f in fields or []], ast.Load())], keywords=[])
+        hoisted.append((name, value))
+        return ast.copy_location(ast.Attribute(ast.Name(holder, ast.Load()), name, ast.Load()), expr)
+
+    def _pattern(self, pattern: Any, holder: str, hoisted: list[tuple[str, Any]]) -> Any:
+        def sub(p: Any) -> Any:
+            return self._pattern(p, holder, hoisted)
+
+        if isinstance(pattern, ast.MatchValue):
+            if not isinstance(pattern.value, (ast.Constant, ast.UnaryOp, ast.BinOp)):
+                pattern.value = self._hoist(pattern.value, holder, hoisted)
+        elif isinstance(pattern, ast.MatchSequence):
+            pattern.patterns = [sub(p) for p in pattern.patterns]
+        elif isinstance(pattern, ast.MatchMapping):
+            pattern.keys = [k if isinstance(k, (ast.Constant, ast.UnaryOp, ast.BinOp)) else self._hoist(k, holder, hoisted)
+                            for k in pattern.keys]
+            pattern.patterns = [sub(p) for p in pattern.patterns]
+            self.check_name(pattern, pattern.rest)
+        elif isinstance(pattern, ast.MatchClass):
+            for field in pattern.kwd_attrs:
+                if field.startswith("_"):
+                    self.error(pattern, f'the field "{field}" in a class pattern is not available in graded code '
+                                        "(patterns read public fields only)")
+            pattern.cls = self._hoist(pattern.cls, holder, hoisted, "class", list(pattern.kwd_attrs))
+            pattern.patterns = [sub(p) for p in pattern.patterns]
+            pattern.kwd_patterns = [sub(p) for p in pattern.kwd_patterns]
+        elif isinstance(pattern, ast.MatchStar):
+            self.check_name(pattern, pattern.name)
+        elif isinstance(pattern, ast.MatchAs):
+            if pattern.pattern is not None:
+                pattern.pattern = sub(pattern.pattern)
+            self.check_name(pattern, pattern.name)
+        elif isinstance(pattern, ast.MatchOr):
+            pattern.patterns = [sub(p) for p in pattern.patterns]
+        return pattern
+
+    # -- from __future__ import annotations: a directive to the compiler, not a module the cell reaches
+    def _future_import(self, node: ast.ImportFrom) -> bool:
+        return node.module == "__future__" and not node.level
+
     # -- what stock RestrictedPython refuses but honest course code writes
     def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
         return self.node_contents_visit(node)
@@ -216,6 +280,8 @@ class CourseTransformer(RestrictingNodeTransformer):
         return out
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
+        if self._future_import(node):
+            return node
         if node.level:
             self.error(node, "relative imports are not available in graded code")
             return node

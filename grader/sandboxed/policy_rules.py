@@ -26,11 +26,15 @@ MODULES = frozenset({
     "matplotlib", "matplotlib.pyplot", "matplotlib.ticker", "matplotlib.colors", "matplotlib.cm",
     "matplotlib.patches", "matplotlib.lines", "matplotlib.gridspec", "torchviz", "grader.graphs", "grader.checks",
     "grader.basics",
+    # everyday code that harms nothing, each a few names only (MODULE_ALLOWED_ONLY): print(..., file=sys.stderr),
+    # functools.reduce(operator.mul, ...), a logger, a device chosen with torch.cuda.is_available(), autocast's
+    # decorators on a Function
+    "sys", "operator", "logging", "torch.cuda", "torch.amp",
 })
 # Names refused on a module of MODULES (escape hatches and what reads or maps arbitrary files or memory).
 MODULE_REFUSED: dict[str, frozenset[str]] = {
     "torch": frozenset({"ops", "library", "classes", "hub", "jit", "load", "compile", "export", "fx", "package",
-                        "multiprocessing", "distributed", "utils", "overrides", "from_file", "backends", "cuda",
+                        "multiprocessing", "distributed", "utils", "overrides", "from_file", "backends",
                         "mps", "xpu", "onnx", "profiler", "serialization",
                         "UntypedStorage", "TypedStorage"}),
     "torch.autograd": frozenset({"profiler"}),
@@ -52,7 +56,27 @@ MODULE_ALLOWED_ONLY: dict[str, frozenset[str]] = {
     "grader.graphs": frozenset({"draw", "show"}),
     # the checks and helpers of each facade, as the one registry names them
     **{f"grader.{facade}": registry.public_names(facade) for facade in registry.FACADES},
+    "sys": frozenset({"stdout", "stderr", "version", "version_info", "platform", "maxsize", "float_info", "byteorder",
+                      "hexversion"}),
+    "torch.cuda": frozenset({"is_available", "device_count"}),
+    "torch.amp": frozenset({"custom_fwd", "custom_bwd", "autocast"}),
+    # no attrgetter, methodcaller, getitem, setitem, delitem or in-place operators: they read or write attributes and
+    # items past the policy's guards (itemgetter is handed out guarded: Runtime's stand-ins)
+    "operator": frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos", "abs", "matmul",
+                           "eq", "ne", "lt", "le", "gt", "ge", "and_", "or_", "xor", "not_", "truth", "is_", "is_not",
+                           "contains", "index", "invert", "lshift", "rshift", "concat", "countOf", "indexOf",
+                           "itemgetter"}),
+    # a logger and its levels; no Formatter, handlers or config (a "{" style formats by walking attributes)
+    "logging": frozenset({"getLogger", "basicConfig", "debug", "info", "warning", "error", "critical", "exception",
+                          "log", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", "NOTSET", "disable"}),
 }
+# Objects of these library types may be read through these names only (their other attributes lead to the
+# library's machinery: a logger's handlers, streams and manager), and are never written: an allow-list per type.
+TYPE_ALLOWED_ONLY: dict[str, frozenset[str]] = {
+    "logging.Logger": frozenset({"debug", "info", "warning", "error", "critical", "exception", "log", "setLevel",
+                                 "isEnabledFor", "getEffectiveLevel", "name", "level"}),
+}
+TYPE_ALLOWED_ONLY_ROOTS = frozenset(name.split(".")[0] for name in TYPE_ALLOWED_ONLY)
 # Names refused on any object that is not the notebook's own: hooks that outlive a call, raw memory, pickling.
 REFUSED_EVERYWHERE = frozenset({
     "ctypes", "ctypeslib", "tofile", "from_file", "data_ptr", "untyped_storage", "storage", "share_memory_",
@@ -82,21 +106,22 @@ SAFE_BUILTINS = frozenset({
     *(name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)),
 })
 # Calls refused when the cell is compiled (unless the name is the cell's own variable there).
-REFUSED_CALLS = frozenset({"globals", "locals", "vars", "open", "compile", "breakpoint", "help", "memoryview",
+REFUSED_CALLS = frozenset({"globals", "locals", "open", "compile", "breakpoint", "help", "memoryview",
                            "exit", "quit", "get_ipython", "exec", "eval"})
 # What a cell may name though it is not safe as it is: the guarded versions (Runtime.builtins).
-GUARDED_BUILTINS = frozenset({"getattr", "setattr", "hasattr", "delattr", "type"})
+GUARDED_BUILTINS = frozenset({"getattr", "setattr", "hasattr", "delattr", "type", "vars"})
 # IPython's names in a notebook's namespace that no graded cell may reach (removed when the runtime is installed).
 IPYTHON_NAMES = ("get_ipython", "exit", "quit")
 READABLE_DUNDER_NAMES = frozenset({"__name__"})  # `if __name__ == "__main__":` in a pasted script
 HELPERS = ("_getattr_", "_write_", "_getitem_", "_getiter_", "_iter_unpack_sequence_", "_unpack_sequence_",
-           "_apply_", "_inplacevar_", "_name_", "_import_", "_import_from_", "__metaclass__")
+           "_apply_", "_inplacevar_", "_name_", "_import_", "_import_from_", "__metaclass__", "_match_values_",
+           "_match_class_")
 
 ALLOWED_TYPE_ROOTS = frozenset({"builtins", "torch", "numpy", "matplotlib", "math", "cmath", "random", "statistics",
                                 "fractions", "decimal", "functools", "itertools", "collections", "typing",
                                 "contextlib", "warnings", "time", "re", "copy", "weakref", "dataclasses",
                                 "torchviz", "graphviz", "PIL", "_collections", "_functools", "_operator",
-                                "__main__", "enum", "abc", "types"})
+                                "__main__", "enum", "abc", "types", "logging"})
 NEVER_HANDED_OUT = (types.FrameType, types.CodeType, types.TracebackType, types.CellType, types.ModuleType,
                     types.MappingProxyType)
 WHAT_IS_ALLOWED = ("graded cells may use torch, numpy, math and the modules the course teaches "
