@@ -64,6 +64,7 @@ class Case:
     policy_off: bool = False  # `# policy: off`: the case tests the layers beneath the policy; its classes run without
     name: str = ""  # the student's id when it is not the file's name
     assignment: str = course.ASSIGNMENT  # `# assignment: autograd-zh`: the Chinese notebooks (the same cells and checks)
+    open: str = ""  # `# open: <why>`: an attack that still works; its score test is a strict xfail until it is closed
 
     @property
     def student(self) -> str:
@@ -151,6 +152,7 @@ def read_case(path: Path) -> Case:
         refused=tuple(header.get("refused", [""])[0].split()),
         policy_off=header.get("policy", ["on"])[0].strip() == "off",
         assignment=assignment,
+        open=" ".join(header.get("open", [])),
     )
 
 
@@ -427,7 +429,9 @@ STUDENTS = [(klass, case) for klass in GRADED_HERE for case in students_of(klass
 @pytest.mark.slow
 @needs_sandbox
 @pytest.mark.parametrize("klass,case", STUDENTS, ids=[_ids(s) for s in STUDENTS])
-def test_each_student_gets_the_points_its_code_deserves(classroom, klass, case):
+def test_each_student_gets_the_points_its_code_deserves(classroom, klass, case, request):
+    if case.open:  # a known hole: the test turns red (XPASS) the day it is closed, so the header goes
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"open: {case.open}"))
     graded = classroom(klass)
     assert case.student in graded.scores, (
         f"{case.student} is not in the gradebook (nbgrader exit code {graded.returncode}, killed: {graded.killed})")

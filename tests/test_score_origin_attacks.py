@@ -61,36 +61,36 @@ def _hole(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, reason=reason)
 
 
-FORWARD_MODE = "forward-mode AD (no run of the autograd engine) is not seen by autograd_env's engine watch"
+# Closed (the marks went): forward mode in backward or jvp (forward_ad.make_dual / enter_dual_level are watched as
+# the engine is), the engine in forward (every call of the student's code is watched, not only backward), a dual
+# level left open (autograd_env.clean closes it for the check). Open: a grad_fn node called directly.
 ATTACKS = {
     # case: (exercise, function, checks, checks that must not pass, marks)
     "trust3b-backward-forward-ad": ("square", "Square.apply", NOTEBOOK_CHECKS,
                                     ("first_derivatives", "second_derivatives"),
-                                    _hole(f"forward_ad dual tensors in backward: {FORWARD_MODE}")),
+                                    None),
     "trust3b-backward-func-jvp": ("square", "Square.apply", NOTEBOOK_CHECKS,
                                   ("first_derivatives", "second_derivatives"),
-                                  _hole(f"torch.func.jvp in backward: {FORWARD_MODE}")),
+                                  None),
     "trust3b-backward-gradfn-call": ("square", "Square.apply", NOTEBOOK_CHECKS,
                                      ("first_derivatives", "second_derivatives"),
                                      _hole("calling a recomputed output's grad_fn node runs PyTorch's derivative "
                                            "formula without the engine")),
     "trust3b-engine-in-forward": ("square", "Square.apply", NOTEBOOK_CHECKS,
                                   ("first_derivatives", "second_derivatives"),
-                                  _hole("the engine watch only flags runs started while a backward is driven; "
-                                        "forward may run the engine and save the derivative")),
+                                  None),
     "trust3b-backward-functional-jvp": ("square", "Square.apply", NOTEBOOK_CHECKS,
                                         ("first_derivatives", "second_derivatives"), None),
     "trust3b-sinh-jacfwd": ("sinh", "sinh", NOTEBOOK_CHECKS, ("first_derivatives", "second_derivatives"),
-                            _hole(f"torch.func.jacfwd in backward: {FORWARD_MODE}")),
+                            None),
     "trust3b-linear-jacfwd": ("linear", "LinearFunction.apply", NOTEBOOK_CHECKS,
                               ("first_derivatives", "second_derivatives"),
-                              _hole(f"torch.func.jacfwd's full Jacobian contracted in backward: {FORWARD_MODE}")),
+                              None),
     "trust3b-softplus-jvp-by-torch": ("softplus", "Softplus.apply", SOFTPLUS_CHECKS, ("forward_mode",),
-                                      _hole("jvp returning torch.func.jvp's / a grad_fn node's tangent: nothing "
-                                            "checks where a jvp's numbers come from")),
+                                      None),
     "trust3b-softplus-all-by-torch": ("softplus", "Softplus.apply", SOFTPLUS_CHECKS,
                                       ("first_derivatives", "second_derivatives", "forward_mode"),
-                                      _hole(f"backward and jvp by torch.func.jvp: {FORWARD_MODE}")),
+                                      None),
 }
 
 
@@ -110,8 +110,6 @@ def _victim_setup() -> str:
     return "import torch.autograd.forward_ad as fwAD\nfwAD.enter_dual_level()\n"
 
 
-@pytest.mark.xfail(strict=True, reason="autograd_env.clean() does not take off a forward-AD dual level a cell left "
-                                       "open: the observer's own dual_level() fails (nested forward AD)")
 def test_a_dual_level_left_open_costs_a_correct_softplus_nothing():
     from torch.autograd import forward_ad
 

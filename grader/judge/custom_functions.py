@@ -166,6 +166,13 @@ def _output(judge: _Judge, probe: Probe, obs: Obs) -> torch.Tensor:
     return value
 
 
+def _fail_if_autograd(judge: _Judge, probe: Probe, obs: Obs) -> None:
+    """A derivative check fails when the student's own code (its forward, backward or jvp) started PyTorch's
+    differentiation on this probe (``grader.sandboxed.autograd_env``): the derivative would be PyTorch's."""
+    if obs.get("autograd_by_student"):
+        judge.fail("derivative_by_autograd", probe, cls=str(obs.get("forward", {}).get("node")))
+
+
 def _close(probe: Probe, a: torch.Tensor, b: torch.Tensor) -> bool:
     """Equal within the tolerances of the probe's dtype (float32 probes are compared at float32 precision)."""
     return dx.close(a, b, **dx.tolerances(probe.dtype))
@@ -355,6 +362,7 @@ def judge_first_derivatives(judge: _Judge, probes: list[Probe], observations: li
     ex = judge.ex
     for position, (probe, obs) in enumerate(_pairs(probes, observations)):
         out = _output(judge, probe, obs["forward"])
+        _fail_if_autograd(judge, probe, obs)
         if not _forward_is_right(ex, probe, out):
             judge.fail("forward_wrong_before_derivatives", probe)
         _judge_raw(judge, probe, obs["raw"])
@@ -393,6 +401,7 @@ def judge_second_derivatives(judge: _Judge, probes: list[Probe], observations: l
     ex = judge.ex
     for position, (probe, obs) in enumerate(_pairs(probes, observations)):
         out = _output(judge, probe, obs["forward"])
+        _fail_if_autograd(judge, probe, obs)
         if not _forward_is_right(ex, probe, out):
             judge.fail("forward_wrong_before_derivatives", probe)
         first = obs["first"]
@@ -570,6 +579,7 @@ def judge_forward_mode(judge: _Judge, probes: list[Probe], observations: list[Ob
     ex = judge.ex
     for probe, obs in _pairs(probes, observations):
         out = _output(judge, probe, obs["forward"])
+        _fail_if_autograd(judge, probe, obs)
         if not _forward_is_right(ex, probe, out):
             judge.fail("forward_wrong_before_derivatives", probe)
         primals = tuple(x.detach() for x in probe.inputs if isinstance(x, torch.Tensor))
@@ -599,6 +609,7 @@ def judge_vmap(judge: _Judge, probes: list[Probe], observations: list[Obs]) -> s
     ex = judge.ex
     for probe, obs in _pairs(probes, observations):
         out = _output(judge, probe, obs["forward"])
+        _fail_if_autograd(judge, probe, obs)
         if not _forward_is_right(ex, probe, out):
             judge.fail("forward_wrong_before_derivatives", probe)
         stacked = vectors.batched(probe)

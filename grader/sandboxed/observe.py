@@ -134,7 +134,7 @@ def call(ex: Exercise, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> tuple
         return tensor
 
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor), autograd_env.ENGINE.driving():
             out = fn(*inputs)
     except Exception as exc:
         return {"error": error_info(exc, say("stage_running_forward"))}, None, None
@@ -197,7 +197,8 @@ def _tensor_closure(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> Callable
         args = list(inputs)
         for i, t in zip(positions, tensors):
             args[i] = t
-        return fn(*args)
+        with autograd_env.ENGINE.driving():
+            return fn(*args)
 
     return closure
 
@@ -216,13 +217,13 @@ def raw_backward(probe: Probe, out: torch.Tensor, node: Any, v: torch.Tensor) ->
     grads = output_zeros(node)  # one per output, from the Function's own node: its apply may be wrapped
     if grads is None:
         try:
-            outputs = cls.apply(*probe.fresh())  # to learn how many outputs the Function has
+            with autograd_env.ENGINE.driving():
+                outputs = cls.apply(*probe.fresh())  # to learn how many outputs the Function has
         except Exception as exc:
             return {"error": error_info(exc, say("stage_running_forward"))}
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         grads = [torch.zeros_like(o) if isinstance(o, torch.Tensor) else None for o in outputs]
     grads[out.output_nr if out.grad_fn is node else 0] = v
-    autograd_env.ENGINE.reset()
     try:
         with torch.no_grad(), autograd_env.ENGINE.driving():
             raw = type(node).apply(node, *grads)  # the student's backward, through torch's (guarded) entry point
@@ -283,7 +284,8 @@ def _sinh_extra_outputs_ignored(cls: type, probe: Probe) -> bool:
     """Sinh's backward must add the gradients of its extra outputs exp(x), exp(-x)."""
     try:
         (x,) = probe.fresh()
-        outputs = cls.apply(x)
+        with autograd_env.ENGINE.driving():
+            outputs = cls.apply(x)
         if not isinstance(outputs, tuple) or len(outputs) < 2:
             return False
         (g,) = torch.autograd.grad(outputs[1], x, torch.ones_like(outputs[1]), allow_unused=True)
@@ -304,7 +306,6 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe, gradc
     result["once_differentiable"] = "once_differentiable" in str(getattr(code, "co_qualname", ""))
     v = grad_output(out.shape, probe.seed, probe.dtype).requires_grad_()
     diff = _differentiable(inputs)
-    autograd_env.ENGINE.reset()
     try:
         grads = torch.autograd.grad(out, diff, v, create_graph=True, allow_unused=True)
     except Exception as exc:
@@ -409,15 +410,16 @@ def forward_mode(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
         return result
     primals = tuple(x.detach() for x in probe.inputs if isinstance(x, torch.Tensor))
     directions = tuple(tangents(probe))
+    driven = _driven(fn)
     try:
-        _, jvp_out = torch.func.jvp(lambda *xs: _first(fn(*xs)), primals, directions)
+        _, jvp_out = torch.func.jvp(lambda *xs: _first(driven(*xs)), primals, directions)
         result["func_jvp"] = {"value": _tensor_or_kind(jvp_out)}
     except Exception as exc:
         result["func_jvp"] = {"error": error_info(exc, say("stage_func_jvp"))}
     try:
         with forward_ad.dual_level():
             duals = [forward_ad.make_dual(x, t) for x, t in zip(primals, directions)]
-            y = _first(fn(*duals))
+            y = _first(driven(*duals))
             tangent = forward_ad.unpack_dual(y).tangent if typed.is_tensor(y) else None
             result["dual"] = {"tangent": typed.plain(tangent)}
     except Exception as exc:
@@ -431,6 +433,7 @@ def vmap(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
     if out is None:
         return result
     stacked = batched(probe)
+    fn = _driven(fn)
     try:
         result["vmap"] = {"value": _tensor_or_kind(_first(torch.func.vmap(fn)(*stacked)))}
     except Exception as exc:
@@ -446,6 +449,15 @@ def vmap(ex: Exercise, fn: Callable[..., Any], probe: Probe) -> Obs:
     except Exception as exc:
         result["vmap_grad"] = {"error": error_info(exc, say("stage_vmap_grad"))}
     return result
+
+
+def _driven(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` called as student code (``autograd_env``: differentiation it starts is recorded)."""
+    def driven(*args: Any) -> Any:
+        with autograd_env.ENGINE.driving():
+            return fn(*args)
+
+    return driven
 
 
 def style(cls: type) -> Obs:
@@ -474,6 +486,12 @@ def observe(check: str, ex: Exercise, fn: Callable[..., Any], probes: list[Probe
     with warnings.catch_warnings(), autograd_env.clean():
         warnings.simplefilter("ignore")
         observer = OBSERVERS[check]
-        if check in GRADCHECKED:
-            return [observer(ex, fn, probe, gradcheck=gradchecked(check, k)) for k, probe in enumerate(probes)]
-        return [observer(ex, fn, probe) for probe in probes]
+        observations = []
+        for k, probe in enumerate(probes):
+            autograd_env.ENGINE.reset()
+            obs = (observer(ex, fn, probe, gradcheck=gradchecked(check, k)) if check in GRADCHECKED
+                   else observer(ex, fn, probe))
+            # PyTorch's differentiation started by the student's code (its forward, backward or jvp) on this probe
+            obs["autograd_by_student"] = autograd_env.ENGINE.started_inside()
+            observations.append(obs)
+        return observations

@@ -4,6 +4,7 @@
 # expect: square=0..2 exp=6 sinh=6 cube=6
 # bound: 15
 # class: trust3b
+# open: a grad_fn node called directly runs PyTorch's derivative formula; nothing sees it yet (issue 29)
 # why: Square's backward recomputes the forward under torch.enable_grad() on the saved x (it has a history under
 #      create_graph; else on a detached copy made to require grad) and calls the recomputed output's grad_fn
 #      directly: `(x ** 2).grad_fn(grad_out)` runs PyTorch's PowBackward0 node as a function, which returns
