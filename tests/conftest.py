@@ -23,7 +23,7 @@ pytest_plugins = ["require_every_test"]
 # two processes in this order (--dist loadfile --no-loadscope-reorder), so the last minute is short files filling
 # both processes, not one of them finishing a long file alone. Only an order: a file missing here runs later.
 LONGEST_FIRST = ("test_cluster.py", "test_adversarial.py", "test_shared.py", "test_grading_day.py",
-                 "test_sandbox_attacks.py", "test_notebooks.py", "test_feedback_language.py",
+                 "test_sandbox_attacks.py", "test_honest_corpus.py", "test_notebooks.py", "test_feedback_language.py",
                  "test_cli.py", "test_browser.py", "test_fixed_costs.py")
 
 
