@@ -348,22 +348,8 @@ def test_honest_playground_code_runs_in_a_graded_notebook(graded, entry):
 # Entries whose self-checks (in the student's own kernel, as nbgrader validate runs them) promise other points than
 # autograding gives for the same visible test cells, today: an expected failure (strict) each, with what differs.
 SELF_CHECK_MISMATCHES: dict[str, str] = {
-    "v2/accumulate-before-logging": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the cell above the answer (import logging): promised 4, given 0",
     "v2/accumulate-before-time-and-register-hook": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the register_hook at run time: promised 4, given 0",
     "v2/accumulate-before-tqdm": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the cell above the answer (from tqdm.auto import tqdm): promised 4, given 0",
-    "v2/cube-amp-custom-fwd-bwd": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the torch.amp decorators at run time: promised 6, given 0",
-    "v2/exp-amp-custom-fwd": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the torch.amp decorators at run time: promised 6, given 0",
-    "v2/hvp-before-logging-matmul": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the cell above the answer (import logging): promised 4, given 2",
-    "v2/linear-amp-custom-fwd-mymm": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the torch.amp decorators at run time: promised 6, given 0",
-    "v2/linear-before-logging": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the cell above the answer (import logging): promised 6, given 0",
-    "v2/linear-cuda-flag": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the torch.cuda.is_available() at run time: promised 6, given 0",
-    "v2/linear-device-cuda-top": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the torch.cuda.is_available() at run time: promised 6, given 0",
-    "v2/linear-underscore-ctx-attributes": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the ctx._has_bias at run time: promised 6, given 0",
-    "v2/penalty-before-functools-operator-reduce": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the cell above the answer (import functools, operator): promised 3, given 0",
-    "v2/penalty-cuda-flag-pytorch-gan": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the torch.cuda.is_available() at run time: promised 3, given 0",
-    "v2/penalty-device-at-top": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the torch.cuda.is_available() at run time: promised 3, given 0",
-    "v2/vjp-before-functools-operator-numel": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the cell above the answer (import functools, operator): promised 3, given 0",
-    "v2/vjp-before-logging": "self-checks pass in the student's kernel (and nbgrader validate), autograding refuses the cell above the answer (import logging): promised 3, given 0",
 }
 
 CONSISTENT = [pytest.param(e, id=e.name, marks=[pytest.mark.xfail(strict=True, reason=SELF_CHECK_MISMATCHES[e.name])]

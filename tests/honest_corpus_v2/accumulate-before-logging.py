@@ -1,7 +1,6 @@
 # exercise: accumulate
 # style: `import logging` and a named logger in the student's own cell above the answer; the loop logs each step with %-style arguments (logging's lazy formatting), the zeroing written as zero_grad(set_to_none=True) does it
 # source: https://docs.python.org/3/howto/logging.html (logging.getLogger, logger.info("... %s", value)); torch.optim.Optimizer.zero_grad's set_to_none
-# grader-bug: PolicyError: import logging: the module logging is not available in graded code (the cell the student added above the answer), so the answer raises NameError: name 'log' is not defined
 # %% cell: before
 import logging
 

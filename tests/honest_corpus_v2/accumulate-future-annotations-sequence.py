@@ -1,7 +1,6 @@
 # exercise: accumulate
 # style: `from __future__ import annotations` with typing.Callable / Sequence annotations, the accumulation written as `loss = loss / accumulation_steps` with the tutorials' variable names
 # source: PEP 563 (https://peps.python.org/pep-0563/); the accumulation steps of https://huggingface.co/docs/accelerate/usage_guides/gradient_accumulation ("loss = loss / gradient_accumulation_steps")
-# grader-bug: PolicyError: from __future__ import ...: the module __future__ is not available in graded code
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence

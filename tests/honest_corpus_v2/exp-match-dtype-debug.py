@@ -1,7 +1,6 @@
 # exercise: exp
 # style: a `match` on the input's dtype (value patterns torch.float32 / torch.float64, a wildcard) choosing the tolerance of a sanity assert after the class; the Function itself as the tutorial writes it
 # source: https://peps.python.org/pep-0636/ (value patterns: dotted names) and the tutorial's Exp (https://pytorch.org/tutorials/intermediate/custom_function_double_backward_tutorial.html)
-# grader-bug: PolicyError: Match statements are not allowed.
 class Exp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

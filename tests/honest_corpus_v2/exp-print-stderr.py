@@ -1,7 +1,6 @@
 # exercise: exp
 # style: an exploration after the class prints a warning line to sys.stderr (`import sys`, print(..., file=sys.stderr)) when the output overflows, as scripts report problems
 # source: https://docs.python.org/3/library/functions.html#print (file=sys.stderr) and the tutorial's Exp
-# grader-bug: PolicyError: import sys: the module sys is not available in graded code
 import sys
 
 

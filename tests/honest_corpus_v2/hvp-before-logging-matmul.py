@@ -1,7 +1,6 @@
 # exercise: hvp
 # style: `import logging` in the student's own cell above the answer; the double-backward hvp with g @ v (the matmul operator on 1-D tensors), logging the gradient's norm; hvp_forward by dual tensors around torch.autograd.grad
 # source: https://docs.python.org/3/howto/logging.html; https://pytorch.org/tutorials/intermediate/forward_ad_usage.html (fwAD.dual_level, make_dual, unpack_dual)
-# grader-bug: PolicyError: import logging: the module logging is not available in graded code (the cell above the answer), so hvp raises NameError: name 'logger' is not defined
 # %% cell: before
 import logging
 

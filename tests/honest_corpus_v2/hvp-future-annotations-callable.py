@@ -1,7 +1,6 @@
 # exercise: hvp
 # style: `from __future__ import annotations`, Callable annotations, the double-backward hvp with torch.dot(g, v) as the scalar to differentiate again, hvp_forward with functools.partial-free torch.func composition
 # source: PEP 563 (https://peps.python.org/pep-0563/); the double-backward hvp of https://pytorch.org/docs/stable/notes/autograd.html (create_graph=True) with https://pytorch.org/docs/stable/generated/torch.dot.html; https://pytorch.org/tutorials/intermediate/jacobians_hessians.html
-# grader-bug: PolicyError: from __future__ import ...: the module __future__ is not available in graded code
 from __future__ import annotations
 
 from typing import Callable

@@ -1,7 +1,6 @@
 # exercise: linear
 # style: the AMP examples' MyMM pattern (@torch.amp.custom_fwd / @torch.amp.custom_bwd under @staticmethod) applied to the docs' LinearFunction, device_type="cpu"
 # source: https://pytorch.org/docs/stable/notes/amp_examples.html#functions-with-multiple-inputs-or-autocastable-ops (class MyMM: @staticmethod @custom_fwd(device_type='cuda') def forward(ctx, a, b) ... @custom_bwd(device_type='cuda'))
-# grader-bug: PolicyError: "amp" (the module torch.amp) is not available in graded code
 class LinearFunction(torch.autograd.Function):
     @staticmethod
     @torch.amp.custom_fwd(device_type="cpu")

@@ -1,7 +1,6 @@
 # exercise: linear
 # style: PyTorch-GAN's `cuda = True if torch.cuda.is_available() else False` flag at the top of the cell (and its Tensor alias), the Function written with @ and .t(), bias gradient only when a bias came
 # source: eriklindernoren/PyTorch-GAN:implementations/wgan_gp/wgan_gp.py ("cuda = True if torch.cuda.is_available() else False", "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor")
-# grader-bug: PolicyError: torch.cuda is not available in graded code
 cuda = True if torch.cuda.is_available() else False
 
 

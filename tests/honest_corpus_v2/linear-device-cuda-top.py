@@ -1,7 +1,6 @@
 # exercise: linear
 # style: `device = "cuda" if torch.cuda.is_available() else "cpu"` at the top of the cell (every PyTorch tutorial's first lines), the docs' LinearFunction after it, then a gradcheck on tensors made on that device
 # source: https://pytorch.org/tutorials/beginner/basics/buildmodel_tutorial.html ("device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else \"cpu\"", earlier: "cuda" if torch.cuda.is_available()) and https://pytorch.org/docs/stable/notes/extending.html (LinearFunction)
-# grader-bug: PolicyError: torch.cuda is not available in graded code
 device = "cuda" if torch.cuda.is_available() else "cpu"
 
 

@@ -1,7 +1,6 @@
 # exercise: linear
 # style: private-looking ctx attributes set in forward (`ctx._has_bias = ...`, `ctx._saved_shape = ...`) as many repositories name them, read back in backward; the input's shape kept only for an assert
 # source: the DequantizeAndLinear Function of the 8-bit GPT-J fine-tuning code (hivemind's frozen-8-bit notebook, copied into many repositories: "ctx._has_bias = bias is not None", read in backward as "if ctx._has_bias"), another repository's Triton linear Function ("ctx._x_shape = x_shape"); the docs' LinearFunction otherwise (https://pytorch.org/docs/stable/notes/extending.html)
-# grader-bug: PolicyError: setting "._has_bias" of a torch.autograd.function.LinearFunctionBackward object (underscore attributes are for your own objects)
 class LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input, weight, bias=None):

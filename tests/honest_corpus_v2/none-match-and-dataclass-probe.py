@@ -2,7 +2,6 @@
 # notebook: 03_double_backward.ipynb
 # style: an exploration in modern Python: a @dataclass describing a probe, a `match` on the Function's name choosing the reference derivative, functools.reduce and math.prod for the number of entries, typing annotations
 # source: https://peps.python.org/pep-0636/ (match with string literals), https://docs.python.org/3/library/dataclasses.html, https://docs.python.org/3/library/math.html#math.prod
-# grader-bug: PolicyError: Match statements are not allowed.
 import functools
 import math
 from dataclasses import dataclass

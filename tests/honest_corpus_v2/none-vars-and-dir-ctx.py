@@ -2,7 +2,6 @@
 # notebook: 02_custom_function.ipynb
 # style: a Function written to explore ctx: dir(ctx) filtered for public names, and vars(ctx) printed only when a flag is set (it is not), the flag being how students leave debugging in
 # source: https://docs.python.org/3/library/functions.html#vars and #dir; https://pytorch.org/docs/stable/notes/extending.html (ctx attributes)
-# grader-bug: PolicyError: vars() is not available in graded code (in a branch that never runs)
 SHOW_CTX_DICT = False
 
 

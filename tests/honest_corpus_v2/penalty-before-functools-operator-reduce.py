@@ -1,7 +1,6 @@
 # exercise: penalty
 # style: `import functools, operator` in the student's own cell above the answer; the number of features per sample computed as functools.reduce(operator.mul, x.shape[1:], 1) to reshape the gradients, torch.linalg.vector_norm over dim 1
 # source: https://docs.python.org/3/library/functools.html#functools.reduce with operator.mul (the pre-3.8 product idiom) and https://pytorch.org/docs/stable/generated/torch.linalg.vector_norm.html
-# grader-bug: PolicyError: import operator: the module operator is not available in graded code (the cell above the answer, which then imports nothing), so the answer raises NameError: name 'functools' is not defined
 # %% cell: before
 import functools, operator
 # %% cell: answer

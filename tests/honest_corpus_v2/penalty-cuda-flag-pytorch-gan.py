@@ -1,7 +1,6 @@
 # exercise: penalty
 # style: PyTorch-GAN's wgan_gp.py as a student pastes it: `cuda = True if torch.cuda.is_available() else False` at the top, compute_gradient_penalty's autograd.grad with every keyword (grad_outputs a ones tensor, create_graph, retain_graph, only_inputs), view(size(0), -1), norm(2, dim=1); its interpolation removed (x is the point), called from the function the notebook asks for
 # source: eriklindernoren/PyTorch-GAN:implementations/wgan_gp/wgan_gp.py (cuda = True if torch.cuda.is_available() else False; def compute_gradient_penalty(D, real_samples, fake_samples))
-# grader-bug: PolicyError: torch.cuda is not available in graded code
 cuda = True if torch.cuda.is_available() else False
 
 

@@ -1,7 +1,6 @@
 # exercise: penalty
 # style: `device = "cuda" if torch.cuda.is_available() else "cpu"` at the top of the cell and a device= argument threaded through (the Aladdin Persson WGAN-GP utils.py signature gradient_penalty(critic, real, fake, device="cpu")), torch.ones_like grad_outputs, gradient.view(shape[0], -1)
 # source: aladdinpersson/Machine-Learning-Collection:ML/Pytorch/GANs/4. WGAN-GP/utils.py (def gradient_penalty(critic, real, fake, device="cpu"), "gradient_norm = gradient.norm(2, dim=1)"), its interpolation removed
-# grader-bug: PolicyError: torch.cuda is not available in graded code
 device = "cuda" if torch.cuda.is_available() else "cpu"
 
 

@@ -1,7 +1,6 @@
 # exercise: penalty
 # style: `from __future__ import annotations`, typing.Union / Tuple / Callable annotations for w (a tensor or a tuple of tensors), flatten(1) and torch.linalg.norm(..., dim=1)
 # source: PEP 563 (https://peps.python.org/pep-0563/); https://pytorch.org/docs/stable/generated/torch.linalg.norm.html; the penalty of Gulrajani et al. as the torch WGAN-GP repositories compute it
-# grader-bug: PolicyError: from __future__ import ...: the module __future__ is not available in graded code
 from __future__ import annotations
 
 from typing import Callable, Tuple, Union

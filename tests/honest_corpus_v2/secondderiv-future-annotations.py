@@ -1,7 +1,6 @@
 # exercise: secondderiv
 # style: `from __future__ import annotations`, Callable annotations, keyword arguments for every autograd.grad call, the intermediate named first_derivative
 # source: PEP 563 (https://peps.python.org/pep-0563/); torch.autograd.grad's keyword form (https://pytorch.org/docs/stable/generated/torch.autograd.grad.html)
-# grader-bug: PolicyError: from __future__ import ...: the module __future__ is not available in graded code
 from __future__ import annotations
 
 from typing import Callable

@@ -1,7 +1,6 @@
 # exercise: sinh
 # style: `from __future__ import annotations`, a Tuple[Tensor, Tensor, Tensor] return annotation on forward, `from torch import Tensor`, the derivative written with torch.add / torch.sub method chains
 # source: PEP 563 (https://peps.python.org/pep-0563/); the typed Functions of https://pytorch.org/docs/stable/notes/extending.func.html; the tutorial's Sinh
-# grader-bug: PolicyError: from __future__ import ...: the module __future__ is not available in graded code
 from __future__ import annotations
 
 from typing import Tuple

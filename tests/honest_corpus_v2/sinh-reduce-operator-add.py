@@ -1,7 +1,6 @@
 # exercise: sinh
 # style: the three chain-rule terms collected in a list and summed with functools.reduce(operator.add, terms) (`import functools, operator` at the top of the cell); the wrapper unpacks `out, *_ = Sinh.apply(x)`
 # source: https://docs.python.org/3/library/functools.html#functools.reduce and https://docs.python.org/3/library/operator.html#operator.add; the tutorial's Sinh
-# grader-bug: PolicyError: import operator: the module operator is not available in graded code
 import functools
 import operator
 

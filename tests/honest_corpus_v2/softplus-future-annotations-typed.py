@@ -1,7 +1,6 @@
 # exercise: softplus
 # style: `from __future__ import annotations`, typed staticmethods as torch/autograd/function.py types them (ctx: Any, inputs: Tuple[Any, ...]), the stable formula written with method chaining (x.clamp(min=0) + (-x.abs()).exp().log1p())
 # source: PEP 563 (https://peps.python.org/pep-0563/); pytorch/pytorch:torch/autograd/function.py (setup_context(ctx: Any, inputs: Tuple[Any, ...], output: Any)); https://pytorch.org/docs/stable/notes/extending.func.html
-# grader-bug: PolicyError: from __future__ import ...: the module __future__ is not available in graded code
 from __future__ import annotations
 
 from typing import Any, Tuple

@@ -1,7 +1,6 @@
 # exercise: softplus
 # style: a `match` on x.dtype (value patterns torch.float32 / torch.float64) picking the threshold above which softplus(x) == x in that precision, then torch.where; sigmoid derivatives; generate_vmap_rule
 # source: https://peps.python.org/pep-0636/ (matching dotted names as value patterns); torch.nn.Softplus's threshold (https://pytorch.org/docs/stable/generated/torch.nn.Softplus.html)
-# grader-bug: PolicyError: Match statements are not allowed.
 class Softplus(torch.autograd.Function):
     generate_vmap_rule = True
 

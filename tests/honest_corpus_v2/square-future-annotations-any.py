@@ -1,7 +1,6 @@
 # exercise: square
 # style: `from __future__ import annotations` and typing.Any annotations on ctx and on the return, torch.Tensor on the tensors, a one-line docstring per method
 # source: PEP 563 (https://peps.python.org/pep-0563/); the typed Function signatures of pytorch/pytorch:torch/autograd/function.py ("def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any")
-# grader-bug: PolicyError: from __future__ import ...: the module __future__ is not available in graded code
 from __future__ import annotations
 
 from typing import Any

@@ -1,7 +1,6 @@
 # exercise: square
 # style: a DEBUG flag and `print(vars(ctx))` in a branch of backward that never runs (DEBUG = False): a student's leftover debugging of what sits on ctx
 # source: https://docs.python.org/3/library/functions.html#vars (vars(object) returns the __dict__) as students use it to look inside ctx; the tutorial's Square (https://pytorch.org/tutorials/intermediate/custom_function_double_backward_tutorial.html)
-# grader-bug: PolicyError: vars() is not available in graded code (in a branch that never runs)
 DEBUG = False
 
 

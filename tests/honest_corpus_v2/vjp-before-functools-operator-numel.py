@@ -1,7 +1,6 @@
 # exercise: vjp
 # style: the student's own cell above the answer with `import functools, operator` (the classic product-of-a-list idiom, functools.reduce(operator.mul, shape, 1)), used in the answer to check that v has one weight per output entry before torch.autograd.grad
 # source: https://docs.python.org/3/library/functools.html#functools.reduce and the accepted answer of https://stackoverflow.com/questions/595374/whats-the-function-like-sum-but-for-multiplication-product
-# grader-bug: PolicyError: import operator: the module operator is not available in graded code (the cell above the answer, which then imports nothing), so the answer raises NameError: name 'functools' is not defined
 # %% cell: before
 import functools, operator
 # %% cell: answer

@@ -1,7 +1,6 @@
 # exercise: vjp
 # style: the student's own cell above the answer sets up logging (`import logging`, basicConfig, a module logger) as the logging HOWTO shows; the answer logs the shapes at DEBUG level
 # source: https://docs.python.org/3/howto/logging.html#logging-basic-tutorial (logging.basicConfig, logger = logging.getLogger(__name__))
-# grader-bug: PolicyError: import logging: the module logging is not available in graded code (the cell above the answer), so the answer raises NameError: name 'logger' is not defined
 # %% cell: before
 import logging
 

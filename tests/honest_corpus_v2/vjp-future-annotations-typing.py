@@ -1,7 +1,6 @@
 # exercise: vjp
 # style: `from __future__ import annotations` at the top of the answer cell, typing.Callable and torch.Tensor annotations on the signature and on a local, a docstring one line long
 # source: PEP 563 (https://peps.python.org/pep-0563/) as used across torch's own sources (e.g. pytorch/pytorch:torch/autograd/functional.py's annotated signatures)
-# grader-bug: PolicyError: from __future__ import ...: the module __future__ is not available in graded code
 from __future__ import annotations
 
 from typing import Callable
