@@ -502,3 +502,55 @@ EVERYDAY_GADGETS = {
 @pytest.mark.parametrize("name", list(EVERYDAY_GADGETS))
 def test_the_everyday_allowances_hand_out_no_gadget(name):
     refused(EVERYDAY_GADGETS[name])
+
+
+EVERYDAY_EXPLORATION = {
+    # playground code the notebooks invite (issue 29: 19 of 33 such explorations ended as a PolicyError)
+    "%time, %timeit and %matplotlib inline": "%matplotlib inline\nimport torch\nx = torch.ones(3)\n%time y = x * 2\n"
+                                             "%timeit x * 2\nassert y.sum() == 6",
+    "%%time over a cell": "%%time\nz = sum(range(10))\n",
+    "help() of a Function": "import torch\nhelp(torch.autograd.Function.apply)",
+    "IPython.display": "from IPython.display import display, Markdown\ndisplay(Markdown('**bold**'))",
+    "what a graph node saved": "import torch\nx = torch.ones(2, requires_grad=True)\ny = x.exp()\n"
+                               "assert torch.equal(y.grad_fn._saved_result, y)",
+    "a dual number of its own": (
+        "class Dual:\n    def __init__(self, a, b):\n        self.a, self.b = a, b\n    def __add__(self, o):\n"
+        "        return Dual(self.a + o.a, self.b + o.b)\n    def __mul__(self, o):\n"
+        "        return Dual(self.a * o.a, self.a * o.b + self.b * o.a)\n"
+        "z = Dual(1, 2) * Dual(3, 4) + Dual(1, 1)\nassert (z.a, z.b) == (4, 11)"),
+    "a progress bar": "from tqdm.auto import tqdm, trange\nbar = tqdm(total=2, desc='epochs')\nfor i in trange(2):\n"
+                      "    bar.update(1)\n    bar.set_postfix(loss=0.5)\nbar.close()",
+}
+
+
+@pytest.mark.parametrize("name", list(EVERYDAY_EXPLORATION))
+def test_everyday_explorations_run_as_written(name, capsys):
+    import threading
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    threads = threading.active_count()
+    run_cell(TransformerManager().transform_cell(EVERYDAY_EXPLORATION[name]))
+    assert threading.active_count() == threads  # (tqdm's monitor thread: refused in the sandbox, flagged)
+
+
+EXPLORATION_GADGETS = {
+    "help() of a name (it imports by name)": "help('os')",
+    "the interactive help": "help()",
+    "a magic beyond time/timeit/matplotlib": "%load_ext autoreload",
+    "a shell escape": "!ls /",
+    "%time of a refused statement": "import torch\n%time torch.ops",
+    "a node's SavedVariable (hooks that outlive the call)": "import torch\nx = torch.ones(2, requires_grad=True)\n"
+                                                            "(x * x).grad_fn._raw_saved_self",
+    "IPython.display.Image (reads files)": "from IPython.display import Image",
+    "a progress bar's template (walks attributes)": "from tqdm.auto import tqdm\ntqdm(range(2), bar_format='{n.__class__}')",
+    "a progress bar's stream": "from tqdm.auto import tqdm\ntqdm(range(2)).fp",
+    "tqdm's other modules": "import tqdm\ntqdm.std",
+}
+
+
+@pytest.mark.parametrize("name", list(EXPLORATION_GADGETS))
+def test_the_exploration_allowances_hand_out_no_gadget(name):
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    refused(TransformerManager().transform_cell(EXPLORATION_GADGETS[name]))

@@ -79,13 +79,13 @@ class Runtime:
             "_iter_unpack_sequence_": guarded_iter_unpack_sequence, "_unpack_sequence_": guarded_unpack_sequence,
             "_apply_": _apply, "_inplacevar_": _inplacevar, "_name_": self.name, "_import_": self.import_,
             "_import_from_": self.import_from, "__metaclass__": self.make_class,
-            "_match_values_": _MatchValues, "_match_class_": self.match_class,
+            "_match_values_": _MatchValues, "_match_class_": self.match_class, "_magic_": self.magic,
         })
         self._refresh_special()
 
     def _refresh_special(self) -> None:
         """(Re)compute ``special`` for the modules loaded now (called on install and on each import of a cell)."""
-        loaded = tuple(m for m in (*MODULE_REFUSED, "matplotlib.ticker") if m in sys.modules)
+        loaded = tuple(m for m in (*MODULE_REFUSED, "matplotlib.ticker", "tqdm", "tqdm.auto") if m in sys.modules)
         if loaded == self.special_for:
             return
         self.special_for = loaded
@@ -147,7 +147,8 @@ class Runtime:
     def getattr(self, obj: Any, name: str, *default: Any) -> Any:
         if type(name) is not str:
             raise TypeError("attribute name must be a string")
-        if name.startswith("_") and name not in DUNDER_ATTRIBUTES and not self._own_attribute(obj, name):
+        if name.startswith("_") and name not in DUNDER_ATTRIBUTES and not self._own_attribute(obj, name) \
+                and not _saved_on_node(obj, name):
             raise _refused(f'".{name}" (an underscore attribute of {_kind(obj)})')
         if name in REFUSED_EVERYWHERE and not self._own(obj):
             raise _refused(f'".{name}"')
@@ -251,8 +252,17 @@ class Runtime:
                 raise TypeError("type() takes 1 or 3 arguments")
             return runtime._hand_out(type(args[0]), "type()")
 
+        def help_(*args: Any) -> None:
+            """help(obj): its documentation printed (pydoc's text); never help("name"), which imports by name, and
+            never the interactive help."""
+            import pydoc
+
+            if len(args) != 1 or isinstance(args[0], str):
+                raise _refused("help() without an object, or of a name given as a string (help(torch.autograd.Function) is fine)")
+            print(pydoc.render_doc(args[0], renderer=pydoc.plaintext))
+
         return {"getattr": getattr_, "hasattr": hasattr_, "setattr": setattr_, "delattr": delattr_, "type": type_,
-                "vars": vars_}
+                "vars": vars_, "help": help_}
 
     # -- what may be written
     def write(self, obj: Any, name: str | None = None) -> Any:
@@ -295,6 +305,48 @@ class Runtime:
             return self.getattr(imported, name)
         except AttributeError:
             return self.import_(f"{module}.{name}", True)
+
+    # -- %time, %timeit, %matplotlib (policy_compile.CourseTransformer.visit_Call)
+    def magic(self, kind: str, name: str, line: str, cell: str) -> Any:
+        """The magics a graded cell may use, under the same policy: ``%matplotlib`` does nothing (figures are inline
+        already); ``%time``/``%timeit`` run their statement, compiled under the policy, in the notebook's namespace
+        and print how long it took (as IPython does, shortened: at most 3 runs of at most a fifth of a second)."""
+        import statistics
+        import textwrap
+        import time
+
+        if name == "matplotlib":
+            return None
+        source = textwrap.dedent(cell if kind == "cell" else line)
+        if name == "timeit":
+            source = re.sub(r"^\s*(-[nr]\s*\d+\s+|-[qo]\s+)*", "", source) if kind == "line" else source
+        tree = transform(ast.parse(source))
+        last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        body = compile(ast.Module(tree.body[:-1] if last else tree.body, []), "<magic>", "exec")
+        value = compile(ast.Expression(last.value), "<magic>", "eval") if last else None
+
+        def run() -> Any:
+            exec(body, self.namespace)
+            return eval(value, self.namespace) if value is not None else None
+
+        if name == "time":
+            started, cpu = time.perf_counter(), time.process_time()
+            result = run()
+            print(f"CPU times: total: {_duration(time.process_time() - cpu)}\n"
+                  f"Wall time: {_duration(time.perf_counter() - started)}")
+            return result
+        started = time.perf_counter()
+        run()
+        loops = max(1, min(1000, int(0.2 / max(time.perf_counter() - started, 1e-9))))
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            for _ in range(loops):
+                run()
+            times.append((time.perf_counter() - started) / loops)
+        print(f"{_duration(statistics.mean(times))} ± {_duration(statistics.pstdev(times))} per loop "
+              f"(mean ± std. dev. of 3 runs, {loops} loops each)")
+        return None
 
     # -- match statements (policy_compile.CourseTransformer.visit_Match)
     def match_class(self, cls: Any, fields: list[str]) -> Any:
@@ -345,11 +397,28 @@ class Runtime:
         return cls
 
 
+def _duration(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
 class _MatchValues:
     """What a match statement's patterns read (dotted names, classes), evaluated through the guards beforehand."""
 
     def __init__(self, **values: Any) -> None:
         self.__dict__.update(values)
+
+
+def _saved_on_node(obj: Any, name: str) -> bool:
+    """``grad_fn._saved_self``: what one of PyTorch's graph nodes saved for its backward, read to learn what autograd
+    keeps (notebook 3); never ``_raw_saved_*`` (SavedVariable objects, whose hooks outlive the call)."""
+    if not name.startswith("_saved_") or name.endswith("_") or not name[7:].replace("_", "").isalnum():
+        return False
+    graph = sys.modules.get("torch.autograd.graph")
+    node = getattr(graph, "Node", None)
+    return isinstance(node, type) and isinstance(obj, node) and not isinstance(obj, type)
 
 
 def _is_ctx(obj: Any) -> bool:
@@ -466,8 +535,39 @@ def _stand_ins(runtime: Runtime) -> dict[Any, Any]:
     functools.update_wrapper(wraps, functools.wraps)
     functools.update_wrapper(itemgetter, operator.itemgetter)
     functools.update_wrapper(basic_config, logging.basicConfig)
-    return {functools.update_wrapper: update_wrapper, functools.wraps: wraps, types.SimpleNamespace: _SimpleNamespace,
-            operator.itemgetter: itemgetter, logging.basicConfig: basic_config}
+    stand_ins = {functools.update_wrapper: update_wrapper, functools.wraps: wraps,
+                 types.SimpleNamespace: _SimpleNamespace, operator.itemgetter: itemgetter,
+                 logging.basicConfig: basic_config}
+    for name in ("tqdm", "tqdm.auto"):  # once a cell imported them
+        module = sys.modules.get(name)
+        if module is not None and isinstance(getattr(module, "tqdm", None), type):
+            bar = _progress_bar(module.tqdm)
+            stand_ins[module.tqdm] = bar
+            stand_ins[module.trange] = functools.update_wrapper(lambda *args, **kwargs: bar(range(*args), **kwargs),
+                                                                module.trange)
+    return stand_ins
+
+
+_PROGRESS_BARS: dict[type, type] = {}
+
+
+def _progress_bar(real: type) -> type:
+    """tqdm's class for graded cells: no ``bar_format`` (a str.format template over the bar's fields, which walks
+    attributes), and no monitor thread (threads are refused in the sandbox, and their start is flagged)."""
+    made = _PROGRESS_BARS.get(real)
+    if made is not None:
+        return made
+    real.monitor_interval = 0  # type: ignore[attr-defined]
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("bar_format") is not None:
+            raise _refused("tqdm(bar_format=...) (desc=, unit= and set_postfix() are fine)")
+        real.__init__(self, *args, **kwargs)  # type: ignore[misc]
+
+    made = type(real.__name__, (real,), {"__init__": __init__, "__module__": real.__module__,
+                                         "__qualname__": real.__qualname__, "__doc__": real.__doc__})
+    _PROGRESS_BARS[real] = made
+    return made
 
 
 def _check_wrapper_names(assigned: Any, updated: Any) -> None:

@@ -250,6 +250,14 @@ class CourseTransformer(RestrictingNodeTransformer):
                 return
 
     def visit_Call(self, node: ast.Call) -> Any:
+        magic = _magic_call(node)
+        if magic is not None:  # %time, %timeit, %matplotlib (IPython wrote get_ipython().run_line_magic(...))
+            if magic[1] not in MAGICS:
+                self.error(node, f"the %{magic[1]} magic is not available in graded code (%time, %timeit and "
+                                 "%matplotlib are)")
+                return node
+            return ast.copy_location(ast.Call(func=ast.Name("_magic_", ast.Load()),
+                                              args=[ast.Constant(v) for v in magic], keywords=[]), node)
         fn = node.func
         if isinstance(fn, ast.Name) and fn.id in REFUSED_CALLS and not self._bound_locally(fn.id):
             self.error(node, f"{fn.id}() is not available in graded code")
@@ -299,6 +307,24 @@ class CourseTransformer(RestrictingNodeTransformer):
             out.append(ast.copy_location(
                 ast.Assign(targets=[ast.Name(alias.asname or alias.name, ast.Store())], value=value), node))
         return out
+
+
+MAGICS = frozenset({"time", "timeit", "matplotlib"})
+
+
+def _magic_call(node: ast.Call) -> tuple[str, str, str, str] | None:
+    """(kind, name, line, cell) of ``get_ipython().run_line_magic(name, line)`` or ``.run_cell_magic(name, line,
+    cell)`` with constant arguments (how IPython writes ``%name line`` and ``%%name``); else None."""
+    fn = node.func
+    if not (isinstance(fn, ast.Attribute) and fn.attr in ("run_line_magic", "run_cell_magic")
+            and isinstance(fn.value, ast.Call) and isinstance(fn.value.func, ast.Name)
+            and fn.value.func.id == "get_ipython" and not fn.value.args and not node.keywords):
+        return None
+    values = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if len(values) != len(node.args) or len(values) not in (2, 3):
+        return None
+    kind = "cell" if fn.attr == "run_cell_magic" else "line"
+    return kind, values[0], values[1], values[2] if kind == "cell" else ""
 
 
 def _as_list(value: Any) -> list[Any]:
