@@ -287,8 +287,8 @@ ATTACKS = [
     ("make_dataclass with a namespace", "import dataclasses\ndataclasses.make_dataclass", "make_dataclass"),
     ("IPython's shell", "get_ipython().user_ns", "get_ipython"),
     ("an underscore attribute of torch", "import torch\nC = torch._C", "_C"),
-    ("the private data of a ctx-like torch object", "import torch\nx = torch.ones(1, requires_grad=True)\n"
-                                                    "y = (x * 2).grad_fn._saved_other", "_saved_other"),
+    ("the SavedVariable of a graph node (its hooks outlive the call)", "import torch\nx = torch.ones(1, requires_grad=True)\n"
+                                                    "y = (x * 2).grad_fn._raw_saved_other", "_raw_saved_other"),
     ("a relative import", "from . import child", "relative"),
     ("async code", "async def f():\n    pass", "AsyncFunctionDef"),
     ("except* (ExceptionGroup tricks)", "try:\n    pass\nexcept* ValueError:\n    pass", "TryStar"),

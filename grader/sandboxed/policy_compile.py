@@ -60,7 +60,7 @@ class CourseTransformer(RestrictingNodeTransformer):
             self.used_names[node.id] = True
             if node.id in READABLE_DUNDER_NAMES:
                 return node
-        self.check_name(node, node.id)
+        self.check_name(node, node.id, allow_magic_methods=True)  # (`__radd__ = __add__` in a class body)
         return node
 
     # -- scopes (for the builtin names above)

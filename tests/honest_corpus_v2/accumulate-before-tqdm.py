@@ -1,7 +1,6 @@
 # exercise: accumulate
 # style: `from tqdm.auto import tqdm` in the student's own cell above the answer (the progress bar every training-loop tutorial wraps its loader in); the accumulation loop wrapped in tqdm(..., leave=False)
 # source: https://tqdm.github.io/docs/shortcuts/#tqdmauto ("from tqdm.auto import tqdm" picks the notebook widget in Jupyter) and the accumulation loop of https://huggingface.co/docs/accelerate/usage_guides/gradient_accumulation
-# grader-bug: PolicyError: from tqdm.auto import ...: the module tqdm.auto is not available in graded code (the cell above the answer), so the answer raises NameError: name 'tqdm' is not defined
 # %% cell: before
 from tqdm.auto import tqdm
 # %% cell: answer

@@ -1,7 +1,6 @@
 # exercise: exp
 # style: the tutorial's Exp followed by the autograd notes' check that the output was saved as is: y.grad_fn._saved_result / saved_tensors compared with y.equal(...) and `is` on a built-in op (torch.exp's grad_fn._saved_result)
 # source: https://pytorch.org/docs/stable/notes/autograd.html#saved-tensors ("y = x.exp(); print(y.equal(y.grad_fn._saved_result))  # True", "print(y is y.grad_fn._saved_result)  # False")
-# grader-bug: PolicyError: "._saved_result" (an underscore attribute of a builtins.ExpBackward0 object) is not available in graded code (the exploration after the class; the checks pass, the cell shows an error the student's kernel never raised)
 class Exp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):

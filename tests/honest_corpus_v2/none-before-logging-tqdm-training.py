@@ -2,7 +2,6 @@
 # notebook: 04_modern_functions.ipynb
 # style: a student's own setup cell (`import logging`, `from tqdm.auto import tqdm`, logging.basicConfig), then a short training loop of a softplus regression through the student's Softplus with a tqdm bar and logger.info every 10 steps
 # source: https://docs.python.org/3/howto/logging.html and https://tqdm.github.io/docs/shortcuts/#tqdmauto; the training loop of https://pytorch.org/tutorials/beginner/pytorch_with_examples.html
-# grader-bug: PolicyError: import logging: the module logging is not available in graded code (and tqdm.auto), then NameError: name 'tqdm' is not defined
 # %% cell: before
 import logging
 from tqdm.auto import tqdm

@@ -2,7 +2,6 @@
 # notebook: 04_modern_functions.ipynb
 # style: a small dual-number class with __add__, __mul__ (and their reflected forms) to see forward-mode AD by hand before torch's dual tensors; compared with fwAD on the same polynomial
 # source: https://en.wikipedia.org/wiki/Automatic_differentiation#Automatic_differentiation_using_dual_numbers (the dual-number class of countless forward-mode tutorials) and https://pytorch.org/tutorials/intermediate/forward_ad_usage.html
-# grader-bug: PolicyError: the name "__add__" is not available in graded code (names like __x__ and _x_ belong to Python and the grader; a helper may be called _x)
 class Dual:
     def __init__(self, value, tangent=0.0):
         self.value = value

@@ -2,7 +2,6 @@
 # notebook: 04_modern_functions.ipynb
 # style: the "Fundamentals of Autograd" tutorial's first lines (`%matplotlib inline`, matplotlib.pyplot, math), then softplus and its derivative plotted through the student's Softplus with the tutorial's linspace(0, 2π) grid
 # source: https://pytorch.org/tutorials/beginner/introyt/autogradyt_tutorial.html ("%matplotlib inline", "import matplotlib.pyplot as plt", "import math", "a = torch.linspace(0., 2. * math.pi, steps=25, requires_grad=True)")
-# grader-bug: PolicyError: get_ipython() is not available in graded code (the %matplotlib magic)
 %matplotlib inline
 
 import torch

@@ -1,7 +1,6 @@
 # exercise: penalty
 # style: `from tqdm.auto import tqdm` in the student's own cell above the answer; after the function, a few steps of a toy critic's training on the penalty with a tqdm progress bar (SGD on a leaf w, zero_grad), the last value printed
 # source: https://tqdm.github.io/docs/shortcuts/#tqdmauto; the WGAN-GP critic step of eriklindernoren/PyTorch-GAN:implementations/wgan_gp/wgan_gp.py (penalty backpropagated into the critic's weights)
-# grader-bug: PolicyError: from tqdm.auto import ...: the module tqdm.auto is not available in graded code (the cell above the answer), then NameError: name 'tqdm' is not defined in the answer cell (the penalty itself gets its points)
 # %% cell: before
 from tqdm.auto import tqdm
 # %% cell: answer
