@@ -58,6 +58,7 @@ NOT_ON_DASK = {
     "results-file": "the results file between the notebook's process and the worker, inside the sandbox",
     "trust3": "what the observers trust inside the sandbox (helper Functions, tensor subclasses, ctx, saved-tensor hooks)",
     "trust3-zh": "the same in the Chinese notebooks: inside the sandbox",
+    "trust3b": "where a derivative comes from (forward mode, the engine, graph nodes), observed inside the sandbox",
 }
 # `main` on Dask: the students that try the walls of the sandbox a Dask worker starts (time, memory, output, files,
 # processes, modules left for the next student on that worker) or end their kernel early, with the honest and blank
