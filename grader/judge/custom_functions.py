@@ -169,8 +169,18 @@ def _output(judge: _Judge, probe: Probe, obs: Obs) -> torch.Tensor:
 def _fail_if_autograd(judge: _Judge, probe: Probe, obs: Obs) -> None:
     """A derivative check fails when the student's own code (its forward, backward or jvp) started PyTorch's
     differentiation on this probe (``grader.sandboxed.autograd_env``): the derivative would be PyTorch's."""
-    if obs.get("autograd_by_student"):
+    flag = _origin_observed(judge, probe, obs)
+    if flag:
         judge.fail("derivative_by_autograd", probe, cls=str(obs.get("forward", {}).get("node")))
+
+
+def _origin_observed(judge: _Judge, probe: Probe, obs: Obs) -> bool:
+    """Whether the student's code started PyTorch's differentiation on this probe; an observation that does not say
+    is incomplete (the judge scores complete observations only)."""
+    flag = obs.get("autograd_by_student")
+    if not isinstance(flag, bool):
+        judge.fail("observation_missing", probe, key="autograd_by_student")
+    return flag
 
 
 def _close(probe: Probe, a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -499,6 +509,7 @@ def judge_structure(judge: _Judge, probes: list[Probe], observations: list[Obs])
     ex = judge.ex
     for probe, obs in _pairs(probes, observations):
         _output(judge, probe, obs["forward"])
+        _origin_observed(judge, probe, obs)  # (structure does not score where derivatives come from; it is observed)
         attrs = dx.capped_names(obs["forward"].get("ctx_attrs", []))
         if attrs:
             judge.fail("tensor_on_ctx", probe, cls=obs["forward"].get("node"), attrs=dx.name_list(attrs),
