@@ -122,6 +122,11 @@ ALWAYS_FLAGGED = {
 }
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 PROC_DESCRIPTORS = ("/proc/", "/dev/fd")
+# The events whose verdict depends on their arguments (``_suspicion``), and those the hook reads itself: every other
+# event is judged by its name alone, so one found harmless is not judged again (see ``run_cells``' audit hook).
+JUDGED_BY_ARGUMENTS = frozenset({"sys._getframe", "object.__getattr__", "open", "object.__setattr__",
+                                 "object.__delattr__"})
+QUIET_EVENTS_KEPT = 512  # harmless event names remembered at most (a notebook could raise any number of names)
 
 
 def _grader_classes() -> list[type]:
@@ -573,8 +578,14 @@ def run_cells(plan: list[dict[str, Any]], address: str, key: bytes | None = None
     busy = [False]
 
     code_writes = [True]  # set on every write of a function's code or defaults, whoever writes: see Guard
+    # Event names judged harmless by name alone (builtins.id, compile, exec ...: ~350,000 events a notebook, most of
+    # them id() in copies and in the policy's guards): returned from at once. Only this closure holds the set.
+    quiet: set[str] = set()
+    by_arguments, quiet_kept, remember = JUDGED_BY_ARGUMENTS, QUIET_EVENTS_KEPT, quiet.add
 
     def audit(event: str, args: tuple[Any, ...]) -> None:
+        if event in quiet:
+            return
         if event == "object.__setattr__" or event == "object.__delattr__":  # (deleting __defaults__ too)
             code_writes[0] = True
         if busy[0] or reporting[0]:
@@ -584,6 +595,8 @@ def run_cells(plan: list[dict[str, Any]], address: str, key: bytes | None = None
             what = suspicious(event, args)
             if what:
                 flag(what)
+            elif event not in by_arguments and length(quiet) < quiet_kept:
+                remember(event)
         except any_error:
             pass  # the hook must never break the notebook
         finally:
