@@ -239,8 +239,6 @@ def _restorer(guard: Guard) -> Callable[[], list[str]]:
     class a notebook can reach). Order matters: the builtins and this module's globals first, then the code of the
     grader's functions (``_restore`` below calls nothing else of the grader's), then the dicts written since the last
     call, by their versions, then the list tables and closure cells."""
-    import ctypes
-
     list_, map_, any_, all_, zip_, sum_, len_ = list, map, any, all, zip, sum, len
     operator_is = operator.is_
     is_not, ne = operator.is_not, operator.ne
@@ -250,8 +248,6 @@ def _restorer(guard: Guard) -> Callable[[], list[str]]:
     get_code = operator.attrgetter("__code__", "__defaults__", "__kwdefaults__")
     contents = operator.attrgetter("cell_contents")
     value_error, missing, builtin_names = ValueError, MISSING, BUILTIN_NAMES
-    # ctypes' own getter of a c_uint64's value: a notebook that patches c_uint64.value changes nothing here
-    read_tag = ctypes._SimpleCData.__dict__["value"].__get__
 
     first, functions, codes, code_writes = guard.first, guard.functions, guard.codes, guard.code_writes
     cells, cell_values, cell_owners = guard.cells, guard.cell_values, guard.cell_owners
@@ -267,18 +263,19 @@ def _restorer(guard: Guard) -> Callable[[], list[str]]:
     for k, (table, _) in enumerate(dict_tables):
         dicts.append(table)
         targets.append(("table", k))
-    versions = _DictVersions.tags(dicts)
-    first_versions = _DictVersions.tags([namespace for namespace, _, _ in first])
-    if versions is None or first_versions is None:
-        versions = first_versions = []
+    # the tags of all those dicts read in one C call each (no ctypes object, nothing a notebook can patch)
+    read_tags = _DictVersions.reader(dicts)
+    read_first_tags = _DictVersions.reader([namespace for namespace, _, _ in first])
+    if read_tags is None or read_first_tags is None:
+        read_tags = read_first_tags = tuple
         everything = list(range(len(targets)))
     else:
         everything = None
     namespaces = guard.namespaces
     mappings = [vars(owner) for owner, _, _, _ in namespaces]  # a class's mappingproxy, kept, stays live
     is_class = [isinstance(owner, type) for owner, _, _, _ in namespaces]
-    kept_versions = [list_(map_(read_tag, versions))]
-    kept_first = [list_(map_(read_tag, first_versions))]
+    kept_versions = [read_tags()]
+    kept_first = [read_first_tags()]
     list_objects = [t for t, _ in list_tables]
 
     def others() -> tuple[list[int], tuple[Any, ...]]:
@@ -349,11 +346,11 @@ def _restorer(guard: Guard) -> Callable[[], list[str]]:
 
     def restore() -> list[str]:
         replaced: list[str] = []
-        if everything is not None or list_(map_(read_tag, first_versions)) != kept_first[0]:
+        if everything is not None or read_first_tags() != kept_first[0]:
             for namespace, kept, name in first:
                 replaced += [f"{name}.{key}" for key, value in kept.items() if namespace.get(key, missing) is not value]
                 dict_update(namespace, kept)
-            kept_first[0] = list_(map_(read_tag, first_versions))
+            kept_first[0] = read_first_tags()
         if code_writes is None or code_writes[0]:
             if code_writes is not None:
                 code_writes[0] = False
@@ -361,7 +358,7 @@ def _restorer(guard: Guard) -> Callable[[], list[str]]:
                 if any_(map_(is_not, get_code(fn), kept_code)):  # by identity: no __eq__ of a notebook's defaults runs
                     replaced.append(f"the code of {fn.__module__}.{fn.__qualname__}")
                     fn.__code__, fn.__defaults__, fn.__kwdefaults__ = kept_code
-        now = list_(map_(read_tag, versions))
+        now = read_tags()
         written = everything if everything is not None else (
             [] if now == kept_versions[0] else list_(compress(count(), map_(ne, now, kept_versions[0]))))
         unchanged = others_unchanged()
@@ -375,7 +372,7 @@ def _restorer(guard: Guard) -> Callable[[], list[str]]:
                 put_back_table(k, replaced)
         if not unchanged:
             put_back_others(replaced)
-        kept_versions[0] = list_(map_(read_tag, versions))
+        kept_versions[0] = read_tags()
         return replaced
 
     return restore
@@ -397,6 +394,30 @@ class _DictVersions:
     def tags(cls, dicts: list[dict[Any, Any]]) -> list[Any] | None:
         """A c_uint64 over each dict's tag (the dicts must stay alive as long as these), or None."""
         return [cls._tag(d) for d in dicts] if cls.works() else None
+
+    @classmethod
+    def reader(cls, dicts: list[dict[Any, Any]]) -> Callable[[], tuple[int, ...]] | None:
+        """A function returning every dict's tag, in order (the dicts must stay alive as long as it), or None.
+
+        One C call: an ``itemgetter`` over a memoryview of the memory from the lowest tag to the highest, seen as
+        unsigned 64-bit words (nothing is copied or touched but the tags). Reading ~500 tags through c_uint64's
+        ``value`` getter one by one took ~110 us, two thirds of a restore that found nothing changed; a restore runs
+        after every return from student code during an observation (~2,000 times a student)."""
+        if not dicts or not cls.works():
+            return None
+        import ctypes
+        import functools
+
+        addresses = [id(d) + cls.OFFSET for d in dicts]
+        low = min(addresses)
+        words = (ctypes.c_uint64 * ((max(addresses) - low) // 8 + 1)).from_address(low)
+        memory = memoryview(words).cast("B").cast("Q")  # ("<Q", ctypes' format, cannot be indexed)
+        offsets = [(address - low) // 8 for address in addresses]
+        if len(offsets) == 1:  # itemgetter of one index returns the item, not a tuple
+            offsets.append(offsets[0])
+            pair = operator.itemgetter(*offsets)
+            return lambda: pair(memory)[:1]
+        return functools.partial(operator.itemgetter(*offsets), memory)
 
     @classmethod
     def _tag(cls, d: dict[Any, Any]) -> Any:
