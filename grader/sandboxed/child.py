@@ -232,6 +232,18 @@ class Guard:
     def restore(self) -> list[str]:
         return self.restorer()
 
+    def add_functions(self, extra: list[Any]) -> None:
+        """Guard these functions too (closures made after the snapshot: the child's reporter and audit hook): their
+        code, defaults and closure cells as they are now. The restorer is made again, over everything."""
+        functions = [fn for fn in _unique(extra) if not any(fn is known for known in self.functions)]
+        self.functions += functions
+        self.codes += [(fn.__code__, fn.__defaults__, fn.__kwdefaults__) for fn in functions]
+        filled = [(fn, c) for fn in functions for c in (fn.__closure__ or ()) if _cell_filled(c)]
+        self.cells += [c for _, c in filled]
+        self.cell_owners += [f"{fn.__module__}.{fn.__qualname__}" for fn, _ in filled]
+        self.cell_values += [c.cell_contents for _, c in filled]
+        self.restorer = _restorer(self)
+
 
 def _restorer(guard: Guard) -> Callable[[], list[str]]:
     """The guard's restore, as a closure over everything it reads, taken now (before any notebook code runs):
@@ -502,6 +514,29 @@ def _install_function_guards(current: list[Any]) -> list[Any]:
     return [forward, backward, jvp]
 
 
+_PREPARED: list[Any] = []  # (current, guard, code_writes) made by prepare_guard in the worker, taken by run_cells
+
+
+def prepare_guard() -> None:
+    """In the worker, once, before it forks a child per notebook: torch's entry points wrapped and the Guard's
+    snapshot taken (its reach walk and ~500 dicts copied: ~55 ms of CPU every child paid again). Taken, like a
+    child's own, when no notebook code has run in this process: the worker never runs any. ``run_cells`` takes it
+    out of this module before any notebook code runs; what it adds then (its reporter's closures) is guarded too."""
+    current: list[Any] = [None]
+    wrappers = _install_function_guards(current)
+    code_writes = [True]
+    _PREPARED[:] = [(current, Guard(extra_functions=wrappers, code_writes=code_writes), code_writes)]
+
+
+def _take_guard() -> tuple[list[Any], Guard, list[bool]]:
+    """The worker's prepared guard (gone from this module once taken), or one made now (no worker: tests, unsandboxed)."""
+    if _PREPARED:
+        return _PREPARED.pop()
+    current: list[Any] = [None]
+    code_writes = [True]
+    return current, Guard(extra_functions=_install_function_guards(current), code_writes=code_writes), code_writes
+
+
 def _cell_error(error: BaseException, source: str) -> dict[str, Any]:
     """What a code cell raised, with the line of the cell where it happened (if it happened in the cell)."""
     info: dict[str, Any] = {"error": f"{type(error).__name__}: {error}"}
@@ -598,7 +633,8 @@ def run_cells(plan: list[dict[str, Any]], address: str, key: bytes | None = None
 
     busy = [False]
 
-    code_writes = [True]  # set on every write of a function's code or defaults, whoever writes: see Guard
+    # the function guards and the Guard's snapshot: the worker's (prepare_guard), else made here
+    current, guard, code_writes = _take_guard()  # code_writes: set on every write of a function's code or defaults
     # Event names judged harmless by name alone (builtins.id, compile, exec ...: ~350,000 events a notebook, most of
     # them id() in copies and in the policy's guards): returned from at once. Only this closure holds the set.
     quiet: set[str] = set()
@@ -623,10 +659,7 @@ def run_cells(plan: list[dict[str, Any]], address: str, key: bytes | None = None
         finally:
             busy[0] = False
 
-    current: list[Any] = [None]
-    wrappers = _install_function_guards(current)
-    guard = Guard(extra_functions=[*wrappers, report, signed, forget_channel, flag, audit, suspicious],
-                  code_writes=code_writes)
+    guard.add_functions([report, signed, forget_channel, flag, audit, suspicious])
     restore_all, observe_one, set_trace, set_profile = guard.restorer, observe_call, sys.settrace, sys.setprofile
     restored: list[str] = []
 
