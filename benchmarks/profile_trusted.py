@@ -206,7 +206,7 @@ for task in json.loads(sys.argv[2]):
                             seen[1] += time.perf_counter() - started
                     return counted
                 child._restorer = counting
-                child.run(plan, address)
+                child.run_cells(plan, address)
                 with open(counts, "w") as f:
                     json.dump(seen, f)
             finally:

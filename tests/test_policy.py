@@ -554,3 +554,16 @@ def test_the_exploration_allowances_hand_out_no_gadget(name):
     from IPython.core.inputtransformer2 import TransformerManager
 
     refused(TransformerManager().transform_cell(EXPLORATION_GADGETS[name]))
+
+
+def test_a_refused_tree_is_left_empty() -> None:
+    """The policy transforms a cell's tree in place (no deep copy: a sixth of a graded notebook's sandbox time): a
+    refused or half-transformed tree is emptied, so nothing of it can be compiled by whoever holds it."""
+    from IPython.core.error import InputRejected
+
+    tree = ast.parse("ran = True\nimport os\n")
+    with pytest.raises(InputRejected):
+        policy.PolicyTransformer().visit(tree)
+    assert tree.body == []
+    allowed = ast.parse("x = torch.ones(1).sum()")
+    assert policy.PolicyTransformer().visit(allowed) is allowed

@@ -423,6 +423,20 @@ def test_a_notebook_cannot_switch_the_audit_hook_off(switch_off):
     assert any("frame access" in what for what in flags), f"the frame access was not flagged: {events}"
 
 
+def test_events_judged_by_their_arguments_are_judged_every_time():
+    """The audit hook stops judging an event name once found harmless by name (builtins.id, compile, exec ...), never
+    one whose verdict depends on its arguments: harmless frame reads, attribute reads and opens first, thousands of
+    harmless events, then the same events on student frames and /proc/self/fd: all flagged."""
+    source = ("import sys, os\nfor _ in range(3000):\n    id(sys)\n    sys._getframe(0).f_code.co_name\n"
+              "open(os.__file__).close()\ndef f():\n    return sys._getframe(0)\nf()\n"
+              "def g():\n    yield 1\ng().gi_frame\nos.listdir('/proc/self/fd')\nopen('/proc/self/fd/0').close()\n")
+    (events, outcome), = _run_events([source])
+    flags = [e["what"] for e in events if e.get("event") == "flag"]
+    assert any("sys._getframe" in what for what in flags), f"the student frame was not flagged: {events}"
+    assert any("gi_frame" in what for what in flags), f"the generator's frame was not flagged: {events}"
+    assert any("/proc/self/fd" in what for what in flags), f"the descriptor was not flagged: {events}"
+
+
 def test_the_perfect_solution_is_never_flagged():
     (honest,) = _grade_in_one_worker([_honest("perfect")])
     assert honest["scores"] == FULL and not honest["flags"], honest

@@ -122,6 +122,11 @@ ALWAYS_FLAGGED = {
 }
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 PROC_DESCRIPTORS = ("/proc/", "/dev/fd")
+# The events whose verdict depends on their arguments (``_suspicion``), and those the hook reads itself: every other
+# event is judged by its name alone, so one found harmless is not judged again (see ``run_cells``' audit hook).
+JUDGED_BY_ARGUMENTS = frozenset({"sys._getframe", "object.__getattr__", "open", "object.__setattr__",
+                                 "object.__delattr__"})
+QUIET_EVENTS_KEPT = 512  # harmless event names remembered at most (a notebook could raise any number of names)
 
 
 def _grader_classes() -> list[type]:
@@ -227,6 +232,18 @@ class Guard:
     def restore(self) -> list[str]:
         return self.restorer()
 
+    def add_functions(self, extra: list[Any]) -> None:
+        """Guard these functions too (closures made after the snapshot: the child's reporter and audit hook): their
+        code, defaults and closure cells as they are now. The restorer is made again, over everything."""
+        functions = [fn for fn in _unique(extra) if not any(fn is known for known in self.functions)]
+        self.functions += functions
+        self.codes += [(fn.__code__, fn.__defaults__, fn.__kwdefaults__) for fn in functions]
+        filled = [(fn, c) for fn in functions for c in (fn.__closure__ or ()) if _cell_filled(c)]
+        self.cells += [c for _, c in filled]
+        self.cell_owners += [f"{fn.__module__}.{fn.__qualname__}" for fn, _ in filled]
+        self.cell_values += [c.cell_contents for _, c in filled]
+        self.restorer = _restorer(self)
+
 
 def _restorer(guard: Guard) -> Callable[[], list[str]]:
     """The guard's restore, as a closure over everything it reads, taken now (before any notebook code runs):
@@ -234,8 +251,6 @@ def _restorer(guard: Guard) -> Callable[[], list[str]]:
     class a notebook can reach). Order matters: the builtins and this module's globals first, then the code of the
     grader's functions (``_restore`` below calls nothing else of the grader's), then the dicts written since the last
     call, by their versions, then the list tables and closure cells."""
-    import ctypes
-
     list_, map_, any_, all_, zip_, sum_, len_ = list, map, any, all, zip, sum, len
     operator_is = operator.is_
     is_not, ne = operator.is_not, operator.ne
@@ -245,8 +260,6 @@ def _restorer(guard: Guard) -> Callable[[], list[str]]:
     get_code = operator.attrgetter("__code__", "__defaults__", "__kwdefaults__")
     contents = operator.attrgetter("cell_contents")
     value_error, missing, builtin_names = ValueError, MISSING, BUILTIN_NAMES
-    # ctypes' own getter of a c_uint64's value: a notebook that patches c_uint64.value changes nothing here
-    read_tag = ctypes._SimpleCData.__dict__["value"].__get__
 
     first, functions, codes, code_writes = guard.first, guard.functions, guard.codes, guard.code_writes
     cells, cell_values, cell_owners = guard.cells, guard.cell_values, guard.cell_owners
@@ -262,18 +275,19 @@ def _restorer(guard: Guard) -> Callable[[], list[str]]:
     for k, (table, _) in enumerate(dict_tables):
         dicts.append(table)
         targets.append(("table", k))
-    versions = _DictVersions.tags(dicts)
-    first_versions = _DictVersions.tags([namespace for namespace, _, _ in first])
-    if versions is None or first_versions is None:
-        versions = first_versions = []
+    # the tags of all those dicts read in one C call each (no ctypes object, nothing a notebook can patch)
+    read_tags = _DictVersions.reader(dicts)
+    read_first_tags = _DictVersions.reader([namespace for namespace, _, _ in first])
+    if read_tags is None or read_first_tags is None:
+        read_tags = read_first_tags = tuple
         everything = list(range(len(targets)))
     else:
         everything = None
     namespaces = guard.namespaces
     mappings = [vars(owner) for owner, _, _, _ in namespaces]  # a class's mappingproxy, kept, stays live
     is_class = [isinstance(owner, type) for owner, _, _, _ in namespaces]
-    kept_versions = [list_(map_(read_tag, versions))]
-    kept_first = [list_(map_(read_tag, first_versions))]
+    kept_versions = [read_tags()]
+    kept_first = [read_first_tags()]
     list_objects = [t for t, _ in list_tables]
 
     def others() -> tuple[list[int], tuple[Any, ...]]:
@@ -344,11 +358,11 @@ def _restorer(guard: Guard) -> Callable[[], list[str]]:
 
     def restore() -> list[str]:
         replaced: list[str] = []
-        if everything is not None or list_(map_(read_tag, first_versions)) != kept_first[0]:
+        if everything is not None or read_first_tags() != kept_first[0]:
             for namespace, kept, name in first:
                 replaced += [f"{name}.{key}" for key, value in kept.items() if namespace.get(key, missing) is not value]
                 dict_update(namespace, kept)
-            kept_first[0] = list_(map_(read_tag, first_versions))
+            kept_first[0] = read_first_tags()
         if code_writes is None or code_writes[0]:
             if code_writes is not None:
                 code_writes[0] = False
@@ -356,7 +370,7 @@ def _restorer(guard: Guard) -> Callable[[], list[str]]:
                 if any_(map_(is_not, get_code(fn), kept_code)):  # by identity: no __eq__ of a notebook's defaults runs
                     replaced.append(f"the code of {fn.__module__}.{fn.__qualname__}")
                     fn.__code__, fn.__defaults__, fn.__kwdefaults__ = kept_code
-        now = list_(map_(read_tag, versions))
+        now = read_tags()
         written = everything if everything is not None else (
             [] if now == kept_versions[0] else list_(compress(count(), map_(ne, now, kept_versions[0]))))
         unchanged = others_unchanged()
@@ -370,7 +384,7 @@ def _restorer(guard: Guard) -> Callable[[], list[str]]:
                 put_back_table(k, replaced)
         if not unchanged:
             put_back_others(replaced)
-        kept_versions[0] = list_(map_(read_tag, versions))
+        kept_versions[0] = read_tags()
         return replaced
 
     return restore
@@ -392,6 +406,30 @@ class _DictVersions:
     def tags(cls, dicts: list[dict[Any, Any]]) -> list[Any] | None:
         """A c_uint64 over each dict's tag (the dicts must stay alive as long as these), or None."""
         return [cls._tag(d) for d in dicts] if cls.works() else None
+
+    @classmethod
+    def reader(cls, dicts: list[dict[Any, Any]]) -> Callable[[], tuple[int, ...]] | None:
+        """A function returning every dict's tag, in order (the dicts must stay alive as long as it), or None.
+
+        One C call: an ``itemgetter`` over a memoryview of the memory from the lowest tag to the highest, seen as
+        unsigned 64-bit words (nothing is copied or touched but the tags). Reading ~500 tags through c_uint64's
+        ``value`` getter one by one took ~110 us, two thirds of a restore that found nothing changed; a restore runs
+        after every return from student code during an observation (~2,000 times a student)."""
+        if not dicts or not cls.works():
+            return None
+        import ctypes
+        import functools
+
+        addresses = [id(d) + cls.OFFSET for d in dicts]
+        low = min(addresses)
+        words = (ctypes.c_uint64 * ((max(addresses) - low) // 8 + 1)).from_address(low)
+        memory = memoryview(words).cast("B").cast("Q")  # ("<Q", ctypes' format, cannot be indexed)
+        offsets = [(address - low) // 8 for address in addresses]
+        if len(offsets) == 1:  # itemgetter of one index returns the item, not a tuple
+            offsets.append(offsets[0])
+            pair = operator.itemgetter(*offsets)
+            return lambda: pair(memory)[:1]
+        return functools.partial(operator.itemgetter(*offsets), memory)
 
     @classmethod
     def _tag(cls, d: dict[Any, Any]) -> Any:
@@ -474,6 +512,29 @@ def _install_function_guards(current: list[Any]) -> list[Any]:
     Backward.apply = backward  # type: ignore[method-assign]
     Backward.apply_jvp = jvp  # type: ignore[method-assign]
     return [forward, backward, jvp]
+
+
+_PREPARED: list[Any] = []  # (current, guard, code_writes) made by prepare_guard in the worker, taken by run_cells
+
+
+def prepare_guard() -> None:
+    """In the worker, once, before it forks a child per notebook: torch's entry points wrapped and the Guard's
+    snapshot taken (its reach walk and ~500 dicts copied: ~55 ms of CPU every child paid again). Taken, like a
+    child's own, when no notebook code has run in this process: the worker never runs any. ``run_cells`` takes it
+    out of this module before any notebook code runs; what it adds then (its reporter's closures) is guarded too."""
+    current: list[Any] = [None]
+    wrappers = _install_function_guards(current)
+    code_writes = [True]
+    _PREPARED[:] = [(current, Guard(extra_functions=wrappers, code_writes=code_writes), code_writes)]
+
+
+def _take_guard() -> tuple[list[Any], Guard, list[bool]]:
+    """The worker's prepared guard (gone from this module once taken), or one made now (no worker: tests, unsandboxed)."""
+    if _PREPARED:
+        return _PREPARED.pop()
+    current: list[Any] = [None]
+    code_writes = [True]
+    return current, Guard(extra_functions=_install_function_guards(current), code_writes=code_writes), code_writes
 
 
 def _cell_error(error: BaseException, source: str) -> dict[str, Any]:
@@ -572,9 +633,16 @@ def run_cells(plan: list[dict[str, Any]], address: str, key: bytes | None = None
 
     busy = [False]
 
-    code_writes = [True]  # set on every write of a function's code or defaults, whoever writes: see Guard
+    # the function guards and the Guard's snapshot: the worker's (prepare_guard), else made here
+    current, guard, code_writes = _take_guard()  # code_writes: set on every write of a function's code or defaults
+    # Event names judged harmless by name alone (builtins.id, compile, exec ...: ~350,000 events a notebook, most of
+    # them id() in copies and in the policy's guards): returned from at once. Only this closure holds the set.
+    quiet: set[str] = set()
+    by_arguments, quiet_kept, remember = JUDGED_BY_ARGUMENTS, QUIET_EVENTS_KEPT, quiet.add
 
     def audit(event: str, args: tuple[Any, ...]) -> None:
+        if event in quiet:
+            return
         if event == "object.__setattr__" or event == "object.__delattr__":  # (deleting __defaults__ too)
             code_writes[0] = True
         if busy[0] or reporting[0]:
@@ -584,15 +652,14 @@ def run_cells(plan: list[dict[str, Any]], address: str, key: bytes | None = None
             what = suspicious(event, args)
             if what:
                 flag(what)
+            elif event not in by_arguments and length(quiet) < quiet_kept:
+                remember(event)
         except any_error:
             pass  # the hook must never break the notebook
         finally:
             busy[0] = False
 
-    current: list[Any] = [None]
-    wrappers = _install_function_guards(current)
-    guard = Guard(extra_functions=[*wrappers, report, signed, forget_channel, flag, audit, suspicious],
-                  code_writes=code_writes)
+    guard.add_functions([report, signed, forget_channel, flag, audit, suspicious])
     restore_all, observe_one, set_trace, set_profile = guard.restorer, observe_call, sys.settrace, sys.setprofile
     restored: list[str] = []
 

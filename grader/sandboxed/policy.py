@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import functools
 import operator
 import re
@@ -703,16 +702,29 @@ class PolicyTransformer(ast.NodeTransformer):
     cell (and every later one) as it is, so any error here, the policy's own bugs included, rejects the cell."""
 
     def visit(self, node: Any) -> Any:
+        """The tree is transformed in place (a deep copy first cost ~15 % of a graded notebook's sandbox CPU, and
+        ~60,000 audited ``id()`` calls); when it is refused or the transform fails, the tree is emptied, so a
+        half-transformed tree is never left behind for anyone to compile."""
         from IPython.core.error import InputRejected
 
         try:
-            return transform(copy.deepcopy(node))  # never a half-transformed tree left behind
+            return transform(node)
         except PolicyError as error:
+            _emptied(node)
             raise _rejected(InputRejected, error) from None
-        except Exception as error:  # noqa: BLE001 (fail closed, whatever went wrong)
+        except BaseException as error:  # noqa: BLE001 (fail closed, whatever went wrong)
+            _emptied(node)
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt, SystemExit: nothing of the cell runs either
             refusal = PolicyError(f"the grader could not check this cell ({type(error).__name__}: {error}); "
                                   "nothing of it ran")
             raise _rejected(InputRejected, refusal) from None
+
+
+def _emptied(node: Any) -> None:
+    """Nothing left to run in a refused cell's tree (it may be half transformed)."""
+    if isinstance(getattr(node, "body", None), list):
+        node.body[:] = []
 
 
 def _rejected(base: type, error: PolicyError) -> BaseException:

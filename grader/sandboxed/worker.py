@@ -98,8 +98,9 @@ def _pin_threads() -> None:
 
 def warm_up() -> None:
     """Pay once, in the worker, what every child would pay again: autograd's and gradcheck's lazy imports,
-    the IPython shell; then freeze the heap so that children's garbage collections skip it, and turn collection
-    back on (``grader.isolation.pool.BOOT`` starts the worker with it off). No collection first: the start-up's garbage,
+    the IPython shell, the guard's snapshot (``child.prepare_guard``); then freeze the heap so that children's
+    garbage collections skip it, and turn collection back on (``grader.isolation.pool.BOOT`` starts the worker
+    with it off). No collection first: the start-up's garbage,
     about 11,000 objects, is not worth a quarter of a second before the first notebook."""
     class _Square(torch.autograd.Function):
         @staticmethod
@@ -137,6 +138,7 @@ def warm_up() -> None:
     _warm_up_cells(shell)
     _warm_up_pyplot()
     _warm_up_graphs()
+    child.prepare_guard()  # last: the snapshot of everything the warm-up loaded, shared by every child
     gc.freeze()
     gc.enable()
 

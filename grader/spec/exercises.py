@@ -150,9 +150,8 @@ class Exercise:
 def _values(shape: Shape, seed: int, low: float = 0.3, high: float = 1.4) -> torch.Tensor:
     """float64 values with random signs and magnitudes in [low, high]: away from 0, so ratios are clear."""
     gen = torch.Generator().manual_seed(seed)
-    magnitude = low + (high - low) * torch.rand(shape, generator=gen, dtype=torch.float64)
-    sign = torch.where(torch.rand(shape, generator=gen) < 0.5, -1.0, 1.0).to(torch.float64)
-    return magnitude * sign
+    magnitude = torch.rand(shape, generator=gen, dtype=torch.float64).mul_(high - low).add_(low)
+    return _signed(magnitude, torch.rand(shape, generator=gen))
 
 
 def _wide(shape: Shape, seed: int, low: float = 0.01, high: float = 8.0) -> torch.Tensor:
@@ -161,8 +160,13 @@ def _wide(shape: Shape, seed: int, low: float = 0.01, high: float = 8.0) -> torc
     gen = torch.Generator().manual_seed(seed)
     exponent = torch.rand(shape, generator=gen, dtype=torch.float64)
     magnitude = low * (high / low) ** exponent
-    sign = torch.where(torch.rand(shape, generator=gen) < 0.5, -1.0, 1.0).to(torch.float64)
-    return magnitude * sign
+    return _signed(magnitude, torch.rand(shape, generator=gen))
+
+
+def _signed(magnitude: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+    """``magnitude`` negated where ``uniform < 0.5``: bit for bit ``magnitude * sign`` with a sign tensor of ±1.0,
+    in one operation instead of three (probes and grad_outputs are made ~1,000 times a student, on both sides)."""
+    return torch.where(uniform < 0.5, -magnitude, magnitude)
 
 
 def _unary(name: str) -> Callable[[Shape, int], list[Probe]]:
