@@ -68,6 +68,7 @@ class Runtime:
         # their arguments are handed out guarded (see _special)
         self.special: dict[int, tuple[Any, Any]] = {}
         self.special_for: tuple[str, ...] = ()
+        self.progress_bars: dict[type, type] = {}  # tqdm's classes, as graded cells get them (_progress_bar)
 
     def install(self) -> None:
         ns = self.namespace
@@ -540,20 +541,18 @@ def _stand_ins(runtime: Runtime) -> dict[Any, Any]:
     for name in ("tqdm", "tqdm.auto"):  # once a cell imported them
         module = sys.modules.get(name)
         if module is not None and isinstance(getattr(module, "tqdm", None), type):
-            bar = _progress_bar(module.tqdm)
+            bar = _progress_bar(module.tqdm, runtime.progress_bars)
             stand_ins[module.tqdm] = bar
             stand_ins[module.trange] = functools.update_wrapper(lambda *args, **kwargs: bar(range(*args), **kwargs),
                                                                 module.trange)
     return stand_ins
 
 
-_PROGRESS_BARS: dict[type, type] = {}
-
-
-def _progress_bar(real: type) -> type:
+def _progress_bar(real: type, made_before: dict[type, type]) -> type:
     """tqdm's class for graded cells: no ``bar_format`` (a str.format template over the bar's fields, which walks
-    attributes), and no monitor thread (threads are refused in the sandbox, and their start is flagged)."""
-    made = _PROGRESS_BARS.get(real)
+    attributes), and no monitor thread (threads are refused in the sandbox, and their start is flagged). One per
+    notebook (``made_before`` is the Runtime's: a module-level cache would be a grader table the guard puts back)."""
+    made = made_before.get(real)
     if made is not None:
         return made
     real.monitor_interval = 0  # type: ignore[attr-defined]
@@ -565,7 +564,7 @@ def _progress_bar(real: type) -> type:
 
     made = type(real.__name__, (real,), {"__init__": __init__, "__module__": real.__module__,
                                          "__qualname__": real.__qualname__, "__doc__": real.__doc__})
-    _PROGRESS_BARS[real] = made
+    made_before[real] = made
     return made
 
 
