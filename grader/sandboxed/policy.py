@@ -69,6 +69,7 @@ class Runtime:
         self.special: dict[int, tuple[Any, Any]] = {}
         self.special_for: tuple[str, ...] = ()
         self.progress_bars: dict[type, type] = {}  # tqdm's classes, as graded cells get them (_progress_bar)
+        self.allow_lists: dict[type, frozenset[str] | None] = {}  # _type_allow_list, per type (attribute reads are hot)
 
     def install(self) -> None:
         ns = self.namespace
@@ -159,11 +160,15 @@ class Runtime:
             if name in MODULE_REFUSED.get(module, ()) or (module in MODULE_ALLOWED_ONLY
                                                           and name not in MODULE_ALLOWED_ONLY[module]):
                 raise _refused(f"{module}.{name}")
-        elif not self._type_allowed(obj if isinstance(obj, type) else type(obj)):  # a class: by itself, not `type`
-            raise _refused(f"reading attributes of {_kind(obj)}")
-        allowed = _type_allow_list(obj)
-        if allowed is not None and name not in allowed:
-            raise _refused(f'".{name}" of {_kind(obj)} (its allowed names: {", ".join(sorted(allowed))})')
+        else:
+            cls = obj if isinstance(obj, type) else type(obj)  # a class: by itself, not `type`
+            if not self._type_allowed(cls):
+                raise _refused(f"reading attributes of {_kind(obj)}")
+            allowed = self.allow_lists.get(cls, MISSING_LIST)
+            if allowed is MISSING_LIST:
+                allowed = self.allow_lists[cls] = _type_allow_list(obj)
+            if allowed is not None and name not in allowed:
+                raise _refused(f'".{name}" of {_kind(obj)} (its allowed names: {", ".join(sorted(allowed))})')
         value = getattr(obj, name, *default)
         return self._hand_out(value, name)
 
@@ -439,6 +444,7 @@ def _ctx_attribute(obj: Any, name: str) -> bool:
     return not any(name in vars(klass) for klass in type(obj).__mro__) and not hasattr(type(obj), name)
 
 
+MISSING_LIST = frozenset({"(not computed)"})
 _TORCH_CTX_INSTANCE_NAMES = frozenset({"_curr_iter", "_tensors_no_vc_check", "_compiled_autograd_backward_state"})
 
 
