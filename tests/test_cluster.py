@@ -258,8 +258,8 @@ def classroom(loopback, workdir, template):
 @pytest.mark.slow
 @needs_sandbox
 @pytest.mark.parametrize("klass,case", STUDENTS, ids=[_ids(s) for s in STUDENTS])
-def test_each_student_gets_the_points_its_code_deserves(classroom, klass, case):
-    local_corpus.test_each_student_gets_the_points_its_code_deserves(classroom, klass, case)
+def test_each_student_gets_the_points_its_code_deserves(classroom, klass, case, request):
+    local_corpus.test_each_student_gets_the_points_its_code_deserves(classroom, klass, case, request)
 
 
 @pytest.mark.slow
