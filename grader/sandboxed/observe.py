@@ -230,7 +230,7 @@ def raw_backward(probe: Probe, out: torch.Tensor, node: Any, v: torch.Tensor) ->
     except Exception as exc:
         return {"error": error_info(exc, say("stage_calling_backward", cls=cls.__name__))}
     raw = raw if isinstance(raw, tuple) else (raw,)
-    return {"cls": cls.__name__, "grads": _grads(raw), "autograd_in_backward": autograd_env.ENGINE.started_inside()}
+    return {"cls": cls.__name__, "grads": _grads(raw)}
 
 
 def run_gradcheck(fn: Callable[..., Any], inputs: tuple[Any, ...], second: bool) -> Obs:
@@ -311,8 +311,7 @@ def second_derivatives(ex: Exercise, fn: Callable[..., Any], probe: Probe, gradc
     except Exception as exc:
         result["first"] = {"error": error_info(exc, say("stage_backward_create_graph"))}
         return result
-    first: Obs = {"grads": _grads(grads), "tracked": [typed.requires_grad(g) for g in grads],
-                  "autograd_in_backward": autograd_env.ENGINE.started_inside()}
+    first: Obs = {"grads": _grads(grads), "tracked": [typed.requires_grad(g) for g in grads]}
     grads = tuple(g if typed.is_tensor(g) else None for g in grads)  # what is not a plain tensor is judged from "grads"
     if ex.backward_classes:
         backward_nodes = [find_node(g, ex.backward_classes, strict=True) if g is not None else None for g in grads]
