@@ -272,8 +272,16 @@ ATTACKS = [
     ("numpy's ctypes bridge", "import numpy as np\np = np.zeros(3).ctypes", "ctypes"),
     ("numpy's stride tricks", "import numpy as np\nnp.lib.stride_tricks.as_strided", "numpy.lib"),
     ("numpy's memory map of /proc/self/mem", "import numpy as np\nnp.memmap('/proc/self/mem')", "memmap"),
-    ("a tensor hook on the observer's tensors", "import torch\nx = torch.ones(1, requires_grad=True)\nx.register_hook(print)",
-     "register_hook"),
+    ("a tensor hook registered inside backward (it would change what a check reads of backward)",
+     "import torch\nclass S(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x * 2\n"
+     "    @staticmethod\n    def backward(ctx, g):\n        g.register_hook(print)\n        return 2 * g\n"
+     "x = torch.ones(1, requires_grad=True)\nS.apply(x).sum().backward()", "register_hook inside a Function"),
+    ("calling a recomputed output's grad_fn (PyTorch's derivative formula)",
+     "import torch\nx = torch.ones(1, requires_grad=True)\n(x ** 2).grad_fn(torch.ones(1))", "calling a graph node"),
+    ("calling the next node of a graph", "import torch\nx = torch.ones(1, requires_grad=True)\n"
+     "(x * 2).grad_fn.next_functions[0][0](torch.ones(1))", "calling a graph node"),
+    ("a hook on a graph node (through its view)",
+     "import torch\nx = torch.ones(1, requires_grad=True)\n(x * 2).grad_fn.register_hook(print)", "register_hook"),
     ("a hook on a graph node", "import torch\nx = torch.ones(1, requires_grad=True)\n(x * 2).grad_fn.register_prehook(print)",
      "register_prehook"),
     ("a global module hook", "import torch.nn.modules.module", "torch.nn.modules"),
@@ -518,6 +526,15 @@ EVERYDAY_EXPLORATION = {
         "        return Dual(self.a + o.a, self.b + o.b)\n    def __mul__(self, o):\n"
         "        return Dual(self.a * o.a, self.a * o.b + self.b * o.a)\n"
         "z = Dual(1, 2) * Dual(3, 4) + Dual(1, 1)\nassert (z.a, z.b) == (4, 11)"),
+    "walking a graph (its nodes are views: name, next_functions, type, isinstance, ==)": (
+        "import torch\nx = torch.ones(2, requires_grad=True)\ny = (x * 2).exp()\nnode = y.grad_fn\n"
+        "assert node.name() == 'ExpBackward0' == type(node).__name__\n"
+        "assert isinstance(node, torch.autograd.graph.Node) and node == y.grad_fn\n"
+        "prev, _ = node.next_functions[0]\nassert prev.name() == 'MulBackward0'\n"
+        "assert prev.next_functions[0][0].variable is x\nprint(node, dict(metadata=node.metadata))"),
+    "a hook on a tensor (torch.Tensor.register_hook's docs)": (
+        "import torch\nv = torch.tensor([0., 0., 0.], requires_grad=True)\nh = v.register_hook(lambda grad: grad * 2)\n"
+        "v.backward(torch.tensor([1., 2., 3.]))\nassert v.grad.tolist() == [2., 4., 6.]\nh.remove()"),
     "a progress bar": "from tqdm.auto import tqdm, trange\nbar = tqdm(total=2, desc='epochs')\nfor i in trange(2):\n"
                       "    bar.update(1)\n    bar.set_postfix(loss=0.5)\nbar.close()",
 }

@@ -7,9 +7,9 @@ The attacks earn derivative points with derivatives PyTorch computed, none the s
 the autograd engine inside a backward (which is all ``grader.sandboxed.autograd_env``'s watch sees): forward-mode AD
 (``forward_ad`` dual tensors, ``torch.func.jvp``, ``torch.func.jacfwd``), a recomputed output's ``grad_fn`` node
 called directly, or the engine started in ``forward`` instead of ``backward``. The victim leaves a forward-AD dual
-level open, which ``autograd_env.clean()`` does not reset. The ones that currently succeed are marked
-``xfail(strict=True)``: the suite stays green while documenting the hole, and turns red (XPASS) once it is closed,
-so the marker is removed with the fix.
+level open (``autograd_env.clean()`` closes it for each check). An attack that succeeds is marked
+``xfail(strict=True)`` (none today): the suite stays green while documenting the hole, and turns red (XPASS) once it
+is closed, so the marker is removed with the fix.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def _hole(reason: str) -> pytest.MarkDecorator:
 
 # Closed (the marks went): forward mode in backward or jvp (forward_ad.make_dual / enter_dual_level are watched as
 # the engine is), the engine in forward (every call of the student's code is watched, not only backward), a dual
-# level left open (autograd_env.clean closes it for the check). Open: a grad_fn node called directly.
+# level left open (autograd_env.clean closes it for the check), a grad_fn node called directly (graded code gets
+# graph nodes as views to look at: grader.sandboxed.graph_nodes).
 ATTACKS = {
     # case: (exercise, function, checks, checks that must not pass, marks)
     "trust3b-backward-forward-ad": ("square", "Square.apply", NOTEBOOK_CHECKS,
@@ -74,8 +75,7 @@ ATTACKS = {
                                   None),
     "trust3b-backward-gradfn-call": ("square", "Square.apply", NOTEBOOK_CHECKS,
                                      ("first_derivatives", "second_derivatives"),
-                                     _hole("calling a recomputed output's grad_fn node runs PyTorch's derivative "
-                                           "formula without the engine")),
+                                     None),
     "trust3b-engine-in-forward": ("square", "Square.apply", NOTEBOOK_CHECKS,
                                   ("first_derivatives", "second_derivatives"),
                                   None),

@@ -47,6 +47,11 @@ class EngineWatch:
     def started_inside(self) -> bool:
         return bool(self._state[1])
 
+    def busy(self) -> bool:
+        """Student code the observer drives, or an engine run, is on the stack now (a hook registered here would
+        change what the checks read of the student's backward: the policy refuses ``register_hook`` then)."""
+        return self._state[0] > 0
+
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
         """The grader's own use of the machinery while student code may be on the stack: not recorded."""

@@ -45,6 +45,7 @@ from RestrictedPython.transformer import IOPERATOR_TO_STR
 
 # The rules (the tables, PolicyError) and the compile time are modules of their own (policy_rules, policy_compile);
 # this module is the run time, the self-checks and IPython's hook, and the name the rest of the grader uses.
+from grader.sandboxed import graph_nodes  # noqa: E402
 from grader.sandboxed.policy_compile import CourseTransformer, check, transform  # noqa: E402,F401
 from grader.sandboxed.policy_rules import (ALLOWED_TYPE_ROOTS, CLASS_NAMESPACE_DUNDERS, DUNDER_ATTRIBUTES,  # noqa: E402
                                            IPYTHON_NAMES, MODULE_ALLOWED_ONLY, MODULE_REFUSED, MODULES,
@@ -148,6 +149,9 @@ class Runtime:
     def getattr(self, obj: Any, name: str, *default: Any) -> Any:
         if type(name) is not str:
             raise TypeError("attribute name must be a string")
+        obj = graph_nodes.unwrap(obj)  # a graph node's view reads the node's attributes, by the same rules
+        if name == "register_hook" and _tensor(obj):
+            return _tensor_hook(obj)
         if name.startswith("_") and name not in DUNDER_ATTRIBUTES and not self._own_attribute(obj, name) \
                 and not _saved_on_node(obj, name):
             raise _refused(f'".{name}" (an underscore attribute of {_kind(obj)})')
@@ -190,7 +194,7 @@ class Runtime:
             raise _refused(f'"{what}" ({_kind(value)})')
         if isinstance(value, type) and issubclass(value, type) and value not in self.classes:
             raise _refused(f'"{what}" (a metaclass)')
-        return value
+        return graph_nodes.hand_out(value, what)
 
     def getitem(self, obj: Any, key: Any) -> Any:
         return self._hand_out(obj[key], "an item")
@@ -255,7 +259,7 @@ class Runtime:
                 return runtime.make_class(args[0], tuple(args[1]), dict(args[2]))
             if len(args) != 1:
                 raise TypeError("type() takes 1 or 3 arguments")
-            return runtime._hand_out(type(args[0]), "type()")
+            return runtime._hand_out(type(graph_nodes.unwrap(args[0])), "type()")
 
         def help_(*args: Any) -> None:
             """help(obj): its documentation printed (pydoc's text); never help("name"), which imports by name, and
@@ -459,6 +463,30 @@ def _type_allow_list(obj: Any) -> frozenset[str] | None:
         if allowed is not None:
             return allowed
     return frozenset()
+
+
+def _tensor(obj: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def _tensor_hook(tensor: Any) -> Any:
+    """``tensor.register_hook`` for graded code: a hook to look at (or change) the gradient reaching a tensor, as
+    notebook 1 shows, except while a check drives the student's Function or the engine runs. A hook registered
+    there (on a probe's input, inside ``forward`` or ``backward``) would change what the check reads of the
+    student's ``backward``; a hook on the notebook's own tensors cannot reach a check's fresh inputs."""
+    from grader.sandboxed.autograd_env import ENGINE
+
+    real = tensor.register_hook
+
+    @functools.wraps(real)
+    def register_hook(hook: Any) -> Any:
+        if ENGINE.busy():
+            raise _refused("register_hook inside a Function's forward or backward, or inside another hook (register "
+                           "hooks in your own cells, on your own tensors)")
+        return real(hook)
+
+    return register_hook
 
 
 def _array_type(base: type) -> str:

@@ -1,7 +1,6 @@
 # exercise: accumulate
 # style: `import time` in the student's own cell above the answer; the answer times the loop and registers a hook on w (Tensor.register_hook) that counts the gradients arriving, removed with handle.remove() before returning
 # source: https://pytorch.org/docs/stable/generated/torch.Tensor.register_hook.html (h = v.register_hook(lambda grad: ...); h.remove())
-# grader-bug: PolicyError: ".register_hook" is not available in graded code (a hook registered and removed within the call)
 # %% cell: before
 import time
 # %% cell: answer

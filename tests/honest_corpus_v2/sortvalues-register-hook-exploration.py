@@ -1,7 +1,6 @@
 # exercise: sortvalues
 # style: the solution's SortValues, then an exploration registering a hook on the sorted values (Tensor.register_hook) to print the gradient arriving at them, removed afterwards
 # source: https://pytorch.org/docs/stable/generated/torch.Tensor.register_hook.html (h = v.register_hook(lambda grad: grad * 2); v.backward(...); h.remove())
-# grader-bug: PolicyError: ".register_hook" is not available in graded code (the exploration after the class; the checks pass, the cell shows an error the student's kernel never raised)
 class SortValues(torch.autograd.Function):
     @staticmethod
     def forward(x):
