@@ -584,3 +584,69 @@ def test_a_refused_tree_is_left_empty() -> None:
     assert tree.body == []
     allowed = ast.parse("x = torch.ones(1).sum()")
     assert policy.PolicyTransformer().visit(allowed) is allowed
+
+
+# A refusal says what to write instead, in the notebook's language (issue 29: "what stays refused gets a message
+# naming the construct as the student wrote it, its line, and what to write instead, in the notebook's language").
+REFUSAL_WORDS = [
+    # (cell, English words, Chinese words)
+    ("import os", ["import os: the module os is not available", "Instead: delete this line"],
+     ["评分代码中不能使用 import os（模块 os）。", "改法：删掉这一行"]),
+    ("x = (1).__class__", ['".__class__" is not available', "Instead, write: type(x)"],
+     ['评分代码中不能使用 ".__class__"（Python 的内部机制）。', "改写为：type(x)"]),
+    ("%load_ext autoreload", ["the %load_ext magic", "%matplotlib inline work"], ["魔法命令 %load_ext", "可以使用"]),
+    ("open('notes.txt')", ["open() is not available", "reads and writes no files"], ["open()", "不读写任何文件"]),
+    ("import torch\nclass T(torch.Tensor):\n    pass", ["a subclass of torch.Tensor", "plain tensors"],
+     ["torch.Tensor 的子类", "普通张量"]),
+    ("import torch\nx = torch.ones(1, requires_grad=True)\n(x * 2).grad_fn(x)", ["calling a graph node (MulBackward0(...))"],
+     ["调用计算图节点（MulBackward0(...)）"]),
+]
+
+
+@pytest.mark.parametrize("cell,english,chinese", REFUSAL_WORDS, ids=[c[0].splitlines()[-1] for c in REFUSAL_WORDS])
+def test_a_refusal_says_what_to_write_instead_in_the_notebooks_language(cell, english, chinese):
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    from grader.spec import messages
+
+    source = TransformerManager().transform_cell(cell)
+    for language, words in (("en", english), ("zh", chinese)):
+        with messages.using(language):
+            error = refused(source)
+            shown = "\n".join(error._render_traceback_())
+        missing = [w for w in words if w not in shown]
+        assert not missing, f"{language}: {missing} not in {shown!r}"
+        if language == "zh":
+            assert "is not available" not in shown and "第 " in shown and "评分单元格可以使用" in shown
+
+
+def test_every_sentence_of_what_to_write_instead_exists():
+    from grader.sandboxed.policy_words import CONSTRUCTS, INSTEAD
+    from grader.spec import messages
+
+    for _, key in (*INSTEAD, *CONSTRUCTS):
+        if key:
+            assert key in messages.EN and key in messages.TABLES["zh"], key
+
+
+def test_a_self_check_names_the_students_class_not_the_method_it_inherits():
+    """In the student's kernel (no policy installed), a self-check refuses a refused construct in the cell that
+    defines the Function under test, and names that Function ("Exp"), not ``Function.apply`` which ``Exp.apply``
+    inherits (issue 29: several messages named "the cell that defines Function.apply")."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from grader import checks
+
+    shell = InteractiveShell.instance()
+    try:
+        cell = ("import torch\nimport os\n\nclass Exp(torch.autograd.Function):\n    @staticmethod\n"
+                "    def forward(ctx, x):\n        y = x.exp()\n        ctx.save_for_backward(y)\n        return y\n\n"
+                "    @staticmethod\n    def backward(ctx, g):\n        y, = ctx.saved_tensors\n        return g * y\n")
+        assert shell.run_cell(cell, store_history=True).success
+        with pytest.raises(policy.PolicyError) as caught:
+            checks.forward("exp", shell.user_ns["Exp"].apply)
+        text = str(caught.value)
+        assert "the cell that defines Exp" in text and "Function.apply" not in text, text
+        assert caught.value.lineno == 2 and "import os" in text
+    finally:
+        InteractiveShell.clear_instance()

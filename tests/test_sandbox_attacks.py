@@ -585,7 +585,8 @@ def test_no_catalogued_answer_is_flagged_refused_or_has_anything_restored():
         results.append((name, runner.grade_cells(name, cells, "solutions", 60, pool=pool)))
     assert len(results) == len(jobs) > 30 and len(right) >= 10
     refused = {name: result.problem or "a cell" for name, result in results
-               if "not available in graded code" in json.dumps(result.as_dict(), ensure_ascii=False)}
+               if any(w in json.dumps(result.as_dict(), ensure_ascii=False)
+                      for w in ("not available in graded code", "评分代码中不能使用"))}
     flagged = {name: result.flags for name, result in results if result.flags}
     restored = {name: result.restored for name, result in results if result.restored}
     assert not refused, f"the policy refused honest answers: {refused}"

@@ -29,10 +29,9 @@ class NodeView:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         name = type(object.__getattribute__(self, "_node")).__name__
-        raise PolicyError(
-            f"calling a graph node ({name}(...)) runs PyTorch's own derivative formula for that operation, so in "
-            "graded code a node is for looking at (name(), next_functions, _saved_self, metadata). The derivative "
-            "your backward returns has to be computed by your own tensor operations (for x ** 2, 2 * x * grad_output)")
+        from grader.spec.messages import say
+
+        raise PolicyError(say("policy_graph_node_call", name=name))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise PolicyError(f'setting ".{name}" of a graph node')

@@ -482,8 +482,9 @@ def _tensor_hook(tensor: Any) -> Any:
     @functools.wraps(real)
     def register_hook(hook: Any) -> Any:
         if ENGINE.busy():
-            raise _refused("register_hook inside a Function's forward or backward, or inside another hook (register "
-                           "hooks in your own cells, on your own tensors)")
+            from grader.spec.messages import say
+
+            raise PolicyError(say("policy_hook_while_checked"))
         return real(hook)
 
     return register_hook
@@ -720,9 +721,12 @@ def refuse_in_self_check(*objects: Any) -> None:
             found = check(source)
             if found:
                 line, message = found[0]
-                name = getattr(obj, "__qualname__", None) or getattr(getattr(obj, "__self__", None), "__qualname__", "it")
-                raise PolicyError(f"{message} (in the cell that defines {name}; autograding runs the cells you wrote "
-                                  "under the course's policy)", line)
+                owner = getattr(obj, "__self__", None)  # Exp.apply: "Exp", not the "Function.apply" it inherits
+                name = (getattr(owner, "__qualname__", None) if isinstance(owner, type) else None) \
+                    or getattr(obj, "__qualname__", None) or "it"
+                from grader.spec.messages import say
+
+                raise PolicyError(message + say("policy_in_cell", name=name), line)
 
 
 # ---------------------------------------------------------------------------------------------- IPython

@@ -135,26 +135,28 @@ ALLOWED_TYPE_ROOTS = frozenset({"builtins", "torch", "numpy", "matplotlib", "mat
                                 "__main__", "enum", "abc", "types", "logging", "tqdm"})
 NEVER_HANDED_OUT = (types.FrameType, types.CodeType, types.TracebackType, types.CellType, types.ModuleType,
                     types.MappingProxyType)
-WHAT_IS_ALLOWED = ("graded cells may use torch, numpy, math and the modules the course teaches "
-                   "(README, 'What graded code may use')")
 
 
 # The policy's own files (this module, its compile time and its run time): a frame there is not the student's line.
 POLICY_FILES = frozenset(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-                         for name in ("policy", "policy_rules", "policy_compile"))
+                         for name in ("policy", "policy_rules", "policy_compile", "graph_nodes", "policy_words"))
 
 
 class PolicyError(Exception):
     """A construct a graded cell may not use: at compile time (with its line) or when it runs."""
 
     def __init__(self, message: str, lineno: int | None = None) -> None:
-        super().__init__(message)
+        from grader.sandboxed.policy_words import worded
+
+        super().__init__(worded(message))  # in the notebook's language, with what to write instead
         self.lineno = lineno
 
     def _render_traceback_(self) -> list[str]:  # IPython shows exactly these lines
+        from grader.spec.messages import say
+
         line = self.lineno or _cell_line(self.__traceback__)
-        where = f"line {line}: " if line else ""
-        return [f"PolicyError: {where}{self}", f"({WHAT_IS_ALLOWED})"]
+        where = say("policy_line", line=line) if line else ""
+        return [f"PolicyError: {where}{self}", f"({say('policy_what_is_allowed')})"]
 
 
 def _cell_line(tb: Any) -> int | None:

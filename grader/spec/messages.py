@@ -967,6 +967,57 @@ PIECES: dict[str, Message] = {
     "after_zeroing_w_grad": Message("{where} after w.grad.zero_()", ""),
     # a probe, as the "probe:" line describes it
     "probe_seed": Message("{parts} ({dtype}, seed {seed})", ""),
+    # --- the course's policy for graded cells (grader.sandboxed.policy_words): a refusal, and what to write instead
+    "policy_refused": Message("{what} is not available in graded code{why}", ""),
+    "policy_why_internals": Message(" (Python's internals)", ""),
+    "policy_why_frames": Message(" (frames and code objects)", ""),
+    "policy_line": Message("line {line}: ", ""),
+    "policy_and_more": Message(" (and {count} more)", ""),
+    "policy_in_cell": Message(" (in the cell that defines {name}; autograding runs the cells you wrote under the "
+                              "course's policy)", ""),
+    "policy_what_import": Message("import {name}: the module {module}", ""),
+    "policy_what_module": Message("the module {module}", ""),
+    "policy_what_magic": Message("the %{name} magic", ""),
+    "policy_what_underscore": Message("{name} (an underscore attribute of {kind})", ""),
+    "policy_what_subclass": Message("a subclass of {name}", ""),
+    "policy_what_is_allowed": Message(
+        "graded cells may use torch, numpy, math and the modules the course teaches "
+        "(README, 'What graded code may use')", ""),
+    "policy_graph_node_call": Message(
+        "calling a graph node ({name}(...)) runs PyTorch's own derivative formula for that operation; in graded code "
+        "a node is for looking at (name(), next_functions, _saved_self, metadata). The derivative your backward "
+        "returns has to come from your own tensor operations (for x ** 2: 2 * x * grad_output).", ""),
+    "policy_hook_while_checked": Message(
+        "register_hook inside a Function's forward or backward, or inside another hook, is not available in graded "
+        "code: a hook there would change what the checks read of your backward. Register hooks in your own cells, "
+        "on your own tensors.", ""),
+    "policy_instead_module": Message(
+        "Instead: delete this line; an answer needs only torch, numpy, math and the modules the course teaches "
+        "(files, processes and the interpreter's internals are not part of one).", ""),
+    "policy_instead_class": Message("Instead, write: type(x) (and type(x).__name__ for its name).", ""),
+    "policy_instead_dict": Message("Instead, write: vars(x), for your own objects and ctx.", ""),
+    "policy_instead_eval": Message("Instead, write: the code itself, in the cell, not built from a string.", ""),
+    "policy_instead_files": Message(
+        "Instead, write: tensors or lists defined in the notebook; graded code reads and writes no files.", ""),
+    "policy_instead_globals": Message(
+        "Instead, write: the variable's name, or pass the value to your function as an argument.", ""),
+    "policy_instead_magic": Message(
+        "Instead: %time, %timeit, %%time and %matplotlib inline work; run anything else in a terminal.", ""),
+    "policy_instead_compile": Message(
+        "Instead: call your function as it is (eager mode); the checks call it directly.", ""),
+    "policy_instead_ops": Message(
+        "Instead, write: torch's and NumPy's public functions (torch.sin(x), x * y, x.sum(), np.reshape).", ""),
+    "policy_instead_class_statement": Message("Instead, write: a class statement (class Name(Base): ...).", ""),
+    "policy_instead_subclass": Message(
+        "Instead, write: plain tensors and arrays, made by torch's and NumPy's functions; the checks read plain "
+        "tensors only.", ""),
+    "policy_instead_underscore": Message(
+        "Instead, write: the public name (ctx.saved_tensors, y.grad_fn.next_functions, x.grad); underscore names are "
+        "for your own objects and ctx.", ""),
+    "policy_instead_name": Message("Instead, write: a helper named _x or x (names like _x_ and __x__ are Python's).", ""),
+    "policy_instead_hook": Message(
+        "Instead, write: tensor.register_hook(...) on your own tensors, in your own cells (not inside forward or "
+        "backward); module and graph-node hooks are not part of an answer.", ""),
     "probe_call": Message("{signature} with {probe}", ""),
     "probe_without_bias": Message("called as apply(input, weight), without bias", ""),
     "probe_huge_values": Message("large values, |x| in [200, 1000]", ""),
