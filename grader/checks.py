@@ -21,7 +21,7 @@ from grader.judge import diagnosis as dx
 from grader.judge.custom_functions import JUDGES, CheckFailed, Finding, _Judge, judge, warm_up  # noqa: F401
 from grader.sandboxed import autograd_env, observe, policy
 from grader.spec import messages
-from grader.spec.exercises import Shape, get
+from grader.spec.exercises import Shape, draw_seed, get
 
 __all__ = ["forward", "first_derivatives", "second_derivatives", "structure", "forward_mode", "vmap",
            "skip_if_unfinished"]
@@ -34,7 +34,7 @@ def run_check(check: str, exercise: str, fn: Callable[..., Any], shapes: Sequenc
     runs (``diagnosis.reports_unfinished``): there the check prints that it is not done yet and returns, so
     that Restart & Run All reaches the end of the notebook."""
     ex = get(exercise)
-    probes = ex.probes(shapes or ex.default_shapes, seed)
+    probes = ex.probes(shapes or ex.default_shapes, seed, draw=draw_seed())  # one drawn anew for each self-check
     policy.refuse_in_self_check(fn)
     try:
         with autograd_env.clean():  # the judge runs here too: autograd as a fresh kernel has it, for both

@@ -131,3 +131,49 @@ def test_the_honest_softplus_of_the_victim_is_right_when_no_level_is_left_open()
     solution = solution.split("        except RuntimeError:")[0]
     assert _outcomes(solution, "softplus", "Softplus.apply", SOFTPLUS_CHECKS) == dict.fromkeys(SOFTPLUS_CHECKS, "pass")
     assert torch.is_grad_enabled()
+
+
+LOOKUP_SQUARE = '''
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        known = TABLE.get(tuple(round(v, 9) for v in x.detach().flatten().tolist()))
+        if known is None:
+            return grad_out * x  # the student's own derivative: the factor 2 is missing
+        return grad_out * known.to(x.dtype)
+'''
+
+
+def test_derivatives_looked_up_for_known_probe_values_earn_no_derivative_points():
+    """The probes' generation is public (grader.spec ships with the self-checks) and so are the test cells' seeds:
+    a cell can compute PyTorch's derivative for every probe value in advance (autograd used in the student's own
+    cell, not inside backward, where nothing watches) and have backward look it up, returning its own wrong
+    derivative elsewhere. One probe of every check is drawn anew for each run (``Exercise.probes``'s ``draw``),
+    so a backward that is right only on values known in advance fails the first-derivative check."""
+    from grader.spec.exercises import get
+
+    ex = get("square")
+    table = {}
+    for seed in range(3):  # the seeds a test cell might use, and the default
+        for probe in ex.probes(ex.default_shapes, seed):
+            (x,) = probe.fresh()
+            (grad,) = torch.autograd.grad((x * x).sum(), x)  # PyTorch's derivative, in the student's own cell
+            table[tuple(round(v, 9) for v in x.detach().flatten().tolist())] = grad.detach()
+    ns = run_cell("import torch\nTABLE = {}")
+    ns["TABLE"].update(table)
+    run_cell("import torch\n" + LOOKUP_SQUARE, ns)
+    outcomes = {}
+    for attempt in range(3):  # each self-check draws its own probe
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                checks.first_derivatives("square", ns["Square"].apply)
+            outcomes[attempt] = "pass"
+        except CheckFailed as failure:
+            outcomes[attempt] = failure.finding.mistake
+    assert "pass" not in outcomes.values(), outcomes

@@ -221,13 +221,16 @@ def _grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float, 
     from grader.isolation.pool import GRADING
 
     token = GRADING.set(name)  # (a pool that has something to say about this run names the notebook)
+    from grader.spec.exercises import draw_seed
+
+    draw = draw_seed()  # this run's drawn probe (Exercise.probes): in the plan only with the calls that use it
     try:
-        executed = _execute(cells, timeout, allow_unsandboxed, list(hide), pool)
+        executed = _execute(cells, timeout, allow_unsandboxed, list(hide), pool, draw)
     finally:
         GRADING.reset(token)
     budget = JUDGE_SECONDS if judge_seconds is None else float(judge_seconds)
     try:
-        _verdicts(result, cells, executed, budget)
+        _verdicts(result, cells, executed, budget, draw)
     except Exception as exc:  # noqa: BLE001  (a bug of ours, or reports no schema foresaw: this notebook's alone)
         why = exc.reason if isinstance(exc, GraderError) else f"judging failed ({error_text(exc)})"
         not_graded(result, [(c.grade_id, c.points) for c in cells if c.graded], why)
@@ -245,7 +248,7 @@ class GraderError(Exception):
 
 
 def _verdicts(result: NotebookResult, cells: list[Cell], executed: tuple[Any, Any, list[str], list[tuple[Any, str]]],
-              budget: float) -> None:
+              budget: float, draw: int | None = None) -> None:
     """Fill ``result`` from what the sandbox reported; raises ``GraderError`` (or whatever a bug of ours raises)
     when the reports could not be read or a check could not be judged."""
     reported, problems, restored, flags = executed
@@ -258,7 +261,7 @@ def _verdicts(result: NotebookResult, cells: list[Cell], executed: tuple[Any, An
     result.outputs = [(outputs.source_key(c.source), outputs.sanitize(reported.get(("outputs", c.index)), room))
                       for c in cells if not c.graded and c.index >= 0]
     with _JUDGES:  # the budget starts once this notebook has a core of its own to be judged on
-        _judge_cells(result, cells, reported, problem, budget)
+        _judge_cells(result, cells, reported, problem, budget, draw)
     result.problem = problem
     result.restored = restored
 
@@ -286,7 +289,7 @@ _JUDGES = threading.BoundedSemaphore(os.cpu_count() or 1)
 
 
 def _judge_cells(result: NotebookResult, cells: list[Cell], reported: dict[Any, dict[str, Any]], problem: str,
-                 budget: float) -> None:
+                 budget: float, draw: int | None = None) -> None:
     deadline = time.monotonic() + budget
     for cell in cells:
         if not cell.graded:
@@ -307,7 +310,7 @@ def _judge_cells(result: NotebookResult, cells: list[Cell], reported: dict[Any, 
             result.cells.append(CellResult(cell.grade_id, 0.0, cell.points, "failed", reason,
                                            [{"mistake": "judge_budget", "title": reason, "hidden": False}]))
             continue
-        ok, message, findings = _judge_cell(cell, entry, _failed_before(cell, cells, reported))
+        ok, message, findings = _judge_cell(cell, entry, _failed_before(cell, cells, reported), draw)
         result.cells.append(CellResult(cell.grade_id, cell.points if ok else 0.0, cell.points,
                                        "passed" if ok else "failed", message, findings))
 
@@ -353,8 +356,8 @@ def _clip(text: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _judge_cell(cell: Cell, entry: dict[str, Any], failed: list[tuple[Cell, dict[str, Any]]] = ()  # type: ignore[assignment]
-                ) -> tuple[bool, str, list[dict[str, Any]]]:
+def _judge_cell(cell: Cell, entry: dict[str, Any], failed: list[tuple[Cell, dict[str, Any]]] = (),  # type: ignore[assignment]
+                draw: int | None = None) -> tuple[bool, str, list[dict[str, Any]]]:
     """A test cell passes when all its check calls pass; its message has one verdict per call."""
     calls = entry.get("calls")
     if not isinstance(calls, list) or len(calls) != len(cell.calls):
@@ -365,7 +368,7 @@ def _judge_cell(cell: Cell, entry: dict[str, Any], failed: list[tuple[Cell, dict
     passed, seen = True, set()
     for call, answer in zip(cell.calls, calls):
         label = say("hidden_check_label") + " " if call.hidden else ""
-        ok, text, finding = _judge_call(call, answer, failed)
+        ok, text, finding = _judge_call(call, answer, failed, draw)
         passed = passed and ok
         if finding is not None:
             findings.append({**finding, "hidden": call.hidden})
@@ -376,8 +379,8 @@ def _judge_cell(cell: Cell, entry: dict[str, Any], failed: list[tuple[Cell, dict
 
 
 def _judge_call(call: testcells.CheckCall, answer: Any,
-                cells_failed: list[tuple[Cell, dict[str, Any]]] = ()  # type: ignore[assignment]
-                ) -> tuple[bool, str, dict[str, Any] | None]:
+                cells_failed: list[tuple[Cell, dict[str, Any]]] = (),  # type: ignore[assignment]
+                draw: int | None = None) -> tuple[bool, str, dict[str, Any] | None]:
     """One check call: (passed, its ✓ line or its diagnosis, the finding if it failed).
     Never passes on malformed observations."""
     from grader.judge import custom_functions, functions
@@ -394,7 +397,8 @@ def _judge_call(call: testcells.CheckCall, answer: Any,
         if registry.takes_exercise(call.module):
             kwargs = dict(call.kwargs)
             ex = get(kwargs.pop("exercise"))
-            probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)))
+            probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)),
+                               draw=draw)
             summary = custom_functions.judge(call.check, ex.id, probes, observations)
             return True, passed_line(ex.id, call.check, summary, len(probes)), None
         return True, "✓ " + functions.judge(call.check, observations, **call.kwargs), None
@@ -409,7 +413,8 @@ def _judge_call(call: testcells.CheckCall, answer: Any,
 
 
 def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: list[Path],
-             pool: "Pool | None" = None) -> tuple[dict[Any, dict[str, Any]], Any, list[str], list[tuple[Any, str]]]:
+             pool: "Pool | None" = None, draw: int | None = None
+             ) -> tuple[dict[Any, dict[str, Any]], Any, list[str], list[tuple[Any, str]]]:
     ok, why = (True, "") if pool is not None else sandbox.available()
     if not ok and not allow_unsandboxed:
         raise SandboxRefused(f"refusing to run student code without a sandbox: {why}. "
@@ -419,7 +424,9 @@ def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: l
     for cell in cells:
         key = cell.index if cell.index >= 0 else beyond + len(plan)
         if cell.graded:
-            plan.append({"kind": "test", "index": key, "grade_id": cell.grade_id, "calls": [c.as_dict() for c in cell.calls]})
+            calls = [{**c.as_dict(), "draw": draw} if draw is not None and registry.takes_exercise(c.module)
+                     else c.as_dict() for c in cell.calls]
+            plan.append({"kind": "test", "index": key, "grade_id": cell.grade_id, "calls": calls})
         else:
             plan.append({"kind": "code", "index": key, "source": cell.source, "restricted": cell.restricted})
     keys = {item["index"]: (cell.index if cell.index >= 0 else ("missing", cell.grade_id)) for item, cell in zip(plan, cells)}

@@ -478,7 +478,9 @@ def observe_call(call: dict[str, Any], namespace: dict[str, Any], after: Callabl
     kwargs = dict(call["kwargs"])
     if registry.takes_exercise(call["module"]):
         ex = get(kwargs.pop("exercise"))
-        probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)))
+        draw = call.get("draw")  # the run's drawn probe (grader.spec.exercises.Exercise.probes)
+        probes = ex.probes([tuple(s) for s in kwargs.get("shapes") or ex.default_shapes], int(kwargs.get("seed", 0)),
+                           draw=draw if type(draw) is int else None)
         return observe.observe(call["check"], ex, fn, probes)
     return observe_functions.observe(call["check"], fn, namespace=namespace, **kwargs)
 

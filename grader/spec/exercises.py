@@ -126,12 +126,24 @@ class Exercise:
         value = self.reference(*inputs)
         return tuple(value) if isinstance(value, tuple) else (value,)
 
-    def probes(self, shapes: Sequence[Shape], seed: int, extras: bool = True) -> list[Probe]:
+    def probes(self, shapes: Sequence[Shape], seed: int, extras: bool = True, draw: int | None = None) -> list[Probe]:
+        """The probes of a check: those of each shape (from ``seed``), then the exercise's extra probes. ``draw``
+        (``draw_seed()``: a new one for each self-check and each grading run) seeds one of them instead of
+        ``seed``, so that no backward can be written for values known in advance (the probes' generation and the
+        test cells' seeds are public): the extras' maker marked ``takes_draw`` seeds one of its own with it (no
+        probe more), else one more probe of the first shape is drawn."""
         probes: list[Probe] = []
         for offset, shape in enumerate(shapes):
             probes.extend(self.make_probes(tuple(shape), seed * 1000 + offset))
+        drawn = draw is None
         if extras and self.extra_probes is not None:
-            probes.extend(self.extra_probes(seed * 1000 + 900))
+            if getattr(self.extra_probes, "takes_draw", False):
+                probes.extend(self.extra_probes(seed * 1000 + 900, draw))
+                drawn = True
+            else:
+                probes.extend(self.extra_probes(seed * 1000 + 900))
+        if not drawn and shapes:
+            probes.extend(self.make_probes(tuple(shapes[0]), draw))
         return probes
 
     def section(self, check: str, mistake: str = "") -> str:
@@ -155,12 +167,18 @@ def _values(shape: Shape, seed: int, low: float = 0.3, high: float = 1.4) -> tor
 
 
 def _wide(shape: Shape, seed: int, low: float = 0.01, high: float = 8.0) -> torch.Tensor:
-    """float64 values with random signs and magnitudes spread evenly in log scale over [low, high]: a backward
-    written for the ordinary probes' range only (right for |x| < 1.4, wrong elsewhere) is wrong somewhere here."""
+    """float64 values with magnitudes spread over [low, high] in log scale, stratified (one in each of n equal bins:
+    whatever the seed, the largest is above high·(low/high)^(1/n), the smallest below low·(high/low)^(1/n)), half of
+    them negative: a backward written for the ordinary probes' range only (right for |x| < 1.4, wrong elsewhere),
+    or for one sign, is wrong somewhere here, for every seed (this probe is the one drawn anew each run)."""
     gen = torch.Generator().manual_seed(seed)
-    exponent = torch.rand(shape, generator=gen, dtype=torch.float64)
-    magnitude = low * (high / low) ** exponent
-    return _signed(magnitude, torch.rand(shape, generator=gen))
+    n = 1
+    for size in shape:
+        n *= size
+    exponent = (torch.arange(n, dtype=torch.float64) + torch.rand(n, generator=gen, dtype=torch.float64)) / n
+    magnitude = low * (high / low) ** exponent[torch.randperm(n, generator=gen)]
+    negative = torch.randperm(n, generator=gen) < n // 2
+    return torch.where(negative, -magnitude, magnitude).reshape(shape)
 
 
 def _signed(magnitude: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
@@ -187,9 +205,10 @@ def _unary_extras(name: str, large: bool = False, huge: bool = False) -> Callabl
     right only in the ordinary probes' range must not pass); for exp |x| in [16, 18]; for softplus
     |x| in [200, 1000], where eˣ overflows float64 (x > 709.8): a naive log(1 + eˣ) gives inf there."""
 
-    def make(seed: int) -> list[Probe]:
+    def make(seed: int, draw: int | None = None) -> list[Probe]:
+        wide = seed + 3 if draw is None else draw  # the probe drawn anew each run (Exercise.probes)
         probes = [_in_dtype(_unary(name)((2, 3), seed)[0], torch.float32),
-                  Probe((_wide((8,), seed + 3).requires_grad_(),), (name,), seed + 3, "probe_wide_values")]
+                  Probe((_wide((8,), wide).requires_grad_(),), (name,), wide, "probe_wide_values")]
         if large:
             probes.append(Probe((_values((4,), seed + 1, low=16.0, high=18.0).requires_grad_(),), (name,), seed + 1))
         if huge:
@@ -197,6 +216,7 @@ def _unary_extras(name: str, large: bool = False, huge: bool = False) -> Callabl
                                 "probe_huge_values"))
         return probes
 
+    make.takes_draw = True  # type: ignore[attr-defined]
     return make
 
 
@@ -206,12 +226,16 @@ unary_probes = _unary
 unary_extras = _unary_extras
 
 
-def _linear_extras(seed: int) -> list[Probe]:
-    """float32; `LinearFunction.apply(x, w)` with two arguments (its docstring promises it); out_features = 1."""
+def _linear_extras(seed: int, draw: int | None = None) -> list[Probe]:
+    """float32; `LinearFunction.apply(x, w)` with two arguments (its docstring promises it); out_features = 1 (the
+    probes drawn anew each run: Exercise.probes)."""
     float32 = _in_dtype(_linear_probes((3, 4, 2), seed)[0], torch.float32)
     x, w, _ = _linear_probes((3, 4, 2), seed + 1)[0].inputs
     two_arguments = Probe((x, w), ("input", "weight"), seed + 1, "probe_without_bias")
-    return [float32, two_arguments, *_linear_probes((5, 3, 1), seed + 2)]
+    return [float32, two_arguments, *_linear_probes((5, 3, 1), seed + 2 if draw is None else draw)]
+
+
+_linear_extras.takes_draw = True  # type: ignore[attr-defined]
 
 
 def _linear_probes(shape: Shape, seed: int) -> list[Probe]:
@@ -259,9 +283,23 @@ def _at_least_1d(make: Callable[[Shape, int], list[Probe]]) -> Callable[[Shape, 
     return probes
 
 
-def _sort_extras(seed: int) -> list[Probe]:
-    """A float32 probe (its indices must come back as float32 too)."""
-    return [_in_dtype(_unary("x")((2, 4), seed)[0], torch.float32)]
+def _sort_extras(seed: int, draw: int | None = None) -> list[Probe]:
+    """A float32 probe (its indices must come back as float32 too), drawn anew each run (Exercise.probes)."""
+    return [_in_dtype(_unary("x")((2, 4), seed if draw is None else draw)[0], torch.float32)]
+
+
+_sort_extras.takes_draw = True  # type: ignore[attr-defined]
+
+
+def draw_seed() -> int:
+    """The seed of the probe drawn anew for one self-check or one grading run (``Exercise.probes``): random, never
+    in the notebook's reach before its checks run. ``GRADER_PROBE_DRAW`` fixes it (to compare verdicts before and
+    after a change: tests/verdicts_snapshot.py)."""
+    import os
+    import secrets
+
+    fixed = os.environ.get("GRADER_PROBE_DRAW", "").strip()
+    return int(fixed) if fixed.lstrip("-").isdigit() else secrets.randbelow(2**31)
 
 
 NB2, NB3, NB4 = "02_custom_function.ipynb", "03_double_backward.ipynb", "04_modern_functions.ipynb"
