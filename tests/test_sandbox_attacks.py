@@ -423,6 +423,28 @@ def test_a_notebook_cannot_switch_the_audit_hook_off(switch_off):
     assert any("frame access" in what for what in flags), f"the frame access was not flagged: {events}"
 
 
+@pytest.mark.parametrize("forge", [
+    "code = compile(HELPER, os.__file__, 'exec')",
+    "code = compile(HELPER, '<helper>', 'exec').replace(co_filename=os.__file__)",
+    pytest.param("code = compile(ast.parse(HELPER), os.__file__, 'exec')", marks=pytest.mark.xfail(
+        strict=True, reason="open: Python's audit event for compiling a tree carries no file name (compile(tree, "
+        "name) reports (tree, None)), and IPython compiles every cell from a tree: nothing tells this compile from a "
+        "cell's where it happens")),
+], ids=["compile", "code-replace", "compile-ast"])
+def test_code_that_names_a_librarys_file_is_still_the_notebooks(forge):
+    """An escaped cell (the layers beneath the policy: here a cell run without it) makes a helper whose code names a
+    standard-library file (compiled under os.py's name, or a code object's file name replaced), so that the audit
+    hook takes its frame walk for the standard library's (issue 29: the escape of 27 Nov walked to the child's
+    frames that way). The claim is checked where it is made: the compile (or the code object) is flagged. Old code:
+    nothing flagged."""
+    source = ("import ast, os, sys\nHELPER = 'def top(tb):\\n    f = tb.tb_frame\\n    while f.f_back is not None:\\n"
+              "        f = f.f_back\\n    return f\\n'\n" + forge + "\nns = {}\nexec(code, ns)\n"
+              "try:\n    1 / 0\nexcept ZeroDivisionError as error:\n    ns['top'](error.__traceback__)\n")
+    (events, outcome), = _run_events([source])
+    flags = [e["what"] for e in events if e.get("event") == "flag"]
+    assert any("library's file name" in what for what in flags), f"not flagged: {flags} {events[-3:]}"
+
+
 def test_events_judged_by_their_arguments_are_judged_every_time():
     """The audit hook stops judging an event name once found harmless by name (builtins.id, compile, exec ...), never
     one whose verdict depends on its arguments: harmless frame reads, attribute reads and opens first, thousands of

@@ -56,6 +56,7 @@ torch._functorch.predispatch.lazy_load_decompositions()  # vmap loads them on fi
 
 from grader.spec import exercises, messages, registry
 from grader.sandboxed import observe, observe_functions, policy
+from grader.sandboxed.code_origin import origin_check
 from grader.sandboxed.guarded import LIBRARY_REBINDS, TABLES_UNGUARDED, grader_modules, reached
 from grader.sandboxed.shell import NEEDS_IPYTHON_TRANSFORMS, Outputs, make_shell  # noqa: F401  (worker, tests)
 from grader.boundary import wire
@@ -125,7 +126,7 @@ PROC_DESCRIPTORS = ("/proc/", "/dev/fd")
 # The events whose verdict depends on their arguments (``_suspicion``), and those the hook reads itself: every other
 # event is judged by its name alone, so one found harmless is not judged again (see ``run_cells``' audit hook).
 JUDGED_BY_ARGUMENTS = frozenset({"sys._getframe", "object.__getattr__", "open", "object.__setattr__",
-                                 "object.__delattr__"})
+                                 "object.__delattr__", "compile", "code.__new__"})
 QUIET_EVENTS_KEPT = 512  # harmless event names remembered at most (a notebook could raise any number of names)
 
 
@@ -748,10 +749,14 @@ def _suspicion() -> Callable[[str, tuple[Any, ...]], str]:
             return False
         return not (filename.startswith(trusted_code) and "/../" not in filename and "/./" not in filename)
 
+    forged = origin_check(student_file)  # a library's file name claimed by code that is not its source
+
     def suspicious(event: str, args: tuple[Any, ...]) -> str:
         what = flagged_event(event)
         if what:
             return what
+        if event == "compile" or event == "code.__new__":
+            return forged(event, args)
         if event.startswith("ctypes."):
             return f"ctypes ({event}): raw memory access"
         if event.startswith("socket.") and event != "socket.getaddrinfo":
