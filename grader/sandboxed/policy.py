@@ -48,9 +48,11 @@ from RestrictedPython.transformer import IOPERATOR_TO_STR
 from grader.sandboxed.policy_compile import CourseTransformer, check, transform  # noqa: E402,F401
 from grader.sandboxed.policy_rules import (ALLOWED_TYPE_ROOTS, CLASS_NAMESPACE_DUNDERS, DUNDER_ATTRIBUTES,  # noqa: E402
                                            IPYTHON_NAMES, MODULE_ALLOWED_ONLY, MODULE_REFUSED, MODULES,
-                                           TYPE_ALLOWED_ONLY, TYPE_ALLOWED_ONLY_ROOTS,
+                                           TYPE_ALLOWED_ONLY, TYPE_ALLOWED_ONLY_ROOTS, TYPE_ALLOWED_ONLY_STRICT_ROOTS,
+                                           TYPE_NOT_WRITTEN, TYPE_REFUSED, TYPE_REFUSED_NAMES, RC_GROUPS_ALLOWED,
+                                           RC_KEYS_REFUSED, BACKENDS_ALLOWED,
                                            NEVER_HANDED_OUT, REFUSED_EVERYWHERE, PolicyError, _allowed_below,
-                                           _private, _refused)
+                                           _private, _refused, _refused_instead)
 
 
 # ---------------------------------------------------------------------------------------------- run time
@@ -70,6 +72,7 @@ class Runtime:
         self.special_for: tuple[str, ...] = ()
         self.progress_bars: dict[type, type] = {}  # tqdm's classes, as graded cells get them (_progress_bar)
         self.allow_lists: dict[type, frozenset[str] | None] = {}  # _type_allow_list, per type (attribute reads are hot)
+        self.stand_in_classes: dict[type, type] = {}  # numpy.ndarray's stand-in, one per notebook (type(a) is np.ndarray)
 
     def install(self) -> None:
         ns = self.namespace
@@ -86,7 +89,7 @@ class Runtime:
 
     def _refresh_special(self) -> None:
         """(Re)compute ``special`` for the modules loaded now (called on install and on each import of a cell)."""
-        loaded = tuple(m for m in (*MODULE_REFUSED, "matplotlib.ticker", "tqdm", "tqdm.auto") if m in sys.modules)
+        loaded = tuple(m for m in (*MODULE_REFUSED, *STAND_IN_MODULES) if m in sys.modules)
         if loaded == self.special_for:
             return
         self.special_for = loaded
@@ -96,7 +99,7 @@ class Runtime:
                 value = vars(sys.modules[module]).get(name)  # (no module __getattr__: nothing imported lazily)
                 if value is not None and not isinstance(value, (types.ModuleType, str, int, float, bool)):
                     special[id(value)] = (value, None)
-        for original, stand_in in _stand_ins(self).items():
+        for original, stand_in in _stand_ins(self):
             special[id(original)] = (original, stand_in)
         self.special = special
         if "matplotlib.ticker" in loaded:
@@ -169,6 +172,9 @@ class Runtime:
                 allowed = self.allow_lists[cls] = _type_allow_list(obj)
             if allowed is not None and name not in allowed:
                 raise _refused(f'".{name}" of {_kind(obj)} (its allowed names: {", ".join(sorted(allowed))})')
+            if name in TYPE_REFUSED_NAMES and name in _type_names(cls, TYPE_REFUSED):
+                raise _refused_instead(f'".{name}" of {_kind(obj)} (the raw memory of an array)',
+                                       "use the array itself, or .tobytes() for its bytes")
         value = getattr(obj, name, *default)
         return self._hand_out(value, name)
 
@@ -284,6 +290,9 @@ class Runtime:
             raise _refused(f'setting ".{name}"')
         if not self._type_allowed(type(obj)):
             raise _refused(f"changing {_kind(obj)}")
+        if name is not None and name in _type_names(type(obj), TYPE_NOT_WRITTEN):
+            raise _refused_instead(f'setting ".{name}" of {_kind(obj)} (its memory seen as another type)',
+                                   "write a.astype(...), a.reshape(...) or a.view(...) with a numeric type")
         return obj
 
     # -- imports
@@ -388,8 +397,13 @@ class Runtime:
                 raise _refused("a metaclass")
             if not self._type_allowed(base):
                 raise _refused(f"a class based on {base.__qualname__}")
-            if _array_type(base):  # the typed boundary (grader.sandboxed.typed): checks read plain tensors only
-                raise _refused(f"a subclass of {_array_type(base)} (return plain tensors and arrays)")
+            if _array_type(base) or getattr(base, "_policy_stand_in_for", None) is not None:
+                # the typed boundary (grader.sandboxed.typed): checks read plain tensors only
+                raise _refused(f"a subclass of {_array_type(base) or 'numpy.ndarray'} (return plain tensors and "
+                               "arrays)")
+            if _type_allow_list(base) is not None:  # its methods would reach, through super(), what the list keeps out
+                raise _refused_instead(f"a subclass of {base.__module__}.{base.__qualname__}",
+                                       "use its objects as the library makes them")
         meta: type = type
         for base in bases:
             candidate = type(base)
@@ -452,13 +466,24 @@ def _type_allow_list(obj: Any) -> frozenset[str] | None:
     """The names an object of a TYPE_ALLOWED_ONLY library type may be read through (an empty set for the library's
     other types); None for every other object."""
     cls = obj if isinstance(obj, type) else type(obj)
-    if str(getattr(cls, "__module__", "")).split(".")[0] not in TYPE_ALLOWED_ONLY_ROOTS:
+    root = str(getattr(cls, "__module__", "")).split(".")[0]
+    if root not in TYPE_ALLOWED_ONLY_ROOTS:
         return None
     for klass in cls.__mro__:
         allowed = TYPE_ALLOWED_ONLY.get(f"{klass.__module__}.{klass.__qualname__}")
         if allowed is not None:
             return allowed
-    return frozenset()
+    return frozenset() if root in TYPE_ALLOWED_ONLY_STRICT_ROOTS else None
+
+
+def _type_names(cls: type, table: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The names ``table`` (TYPE_REFUSED, TYPE_NOT_WRITTEN) gives ``cls`` or a class it derives from."""
+    names: frozenset[str] = frozenset()
+    for klass in getattr(cls, "__mro__", ()):
+        found = table.get(f"{getattr(klass, '__module__', '')}.{getattr(klass, '__qualname__', '')}")
+        if found:
+            names = names | found
+    return names
 
 
 def _array_type(base: type) -> str:
@@ -495,7 +520,7 @@ def _data_descriptor(value: Any) -> bool:
     return hasattr(type(value), "__set__") or hasattr(type(value), "__delete__")
 
 
-def _stand_ins(runtime: Runtime) -> dict[Any, Any]:
+def _stand_ins(runtime: Runtime) -> list[tuple[Any, Any]]:
     """Library callables that read or write attributes named by their arguments, and their guarded versions."""
     def update_wrapper(wrapper: Any, wrapped: Any, assigned: Any = functools.WRAPPER_ASSIGNMENTS,
                        updated: Any = functools.WRAPPER_UPDATES) -> Any:
@@ -544,6 +569,9 @@ def _stand_ins(runtime: Runtime) -> dict[Any, Any]:
     stand_ins = {functools.update_wrapper: update_wrapper, functools.wraps: wraps,
                  types.SimpleNamespace: _SimpleNamespace, operator.itemgetter: itemgetter,
                  logging.basicConfig: basic_config}
+    stand_ins.update(_copy_stand_ins(runtime))
+    stand_ins.update(_memory_stand_ins())
+    stand_ins.update(_ndarray_stand_in(runtime))
     for name in ("tqdm", "tqdm.auto"):  # once a cell imported them
         module = sys.modules.get(name)
         if module is not None and isinstance(getattr(module, "tqdm", None), type):
@@ -551,7 +579,234 @@ def _stand_ins(runtime: Runtime) -> dict[Any, Any]:
             stand_ins[module.tqdm] = bar
             stand_ins[module.trange] = functools.update_wrapper(lambda *args, **kwargs: bar(range(*args), **kwargs),
                                                                 module.trange)
+    return [*stand_ins.items(), *_matplotlib_stand_ins()]  # (rcParams is a dict: unhashable)
+
+
+# Modules whose callables Runtime hands out as stand-ins (recomputed when one of them is first imported)
+STAND_IN_MODULES = ("matplotlib", "matplotlib.pyplot", "matplotlib.ticker", "tqdm", "tqdm.auto", "copy", "numpy",
+                    "torch")
+# What copy may walk into without a look (they hold no attributes a reducer would read)
+_COPY_ATOMIC = (type(None), bool, int, float, complex, str, bytes, type, range, types.FunctionType,
+                types.BuiltinFunctionType)
+_COPY_WALK_LIMIT = 1_000_000
+
+
+def _copy_stand_ins(runtime: Runtime) -> dict[Any, Any]:
+    """copy.copy(x) and copy.deepcopy(x) for graded cells. No memo: deepcopy's memo keeps the originals it copied
+    alive in memo[id(memo)], the real ``__dict__`` of every object among them, and a dict key written there
+    (``__array_interface__``, ``__reduce_ex__``) is an attribute no guard saw set. And no object whose copy would
+    run a reduction of the notebook's choosing: an instance attribute named like ``__x__`` (``__reduce_ex__``,
+    ``__deepcopy__``, ``__setstate__`` ... would make copy call it, then set any attribute of any object, modules
+    included). The notebook's classes cannot define those methods (SPECIAL_METHODS), so what is copied is rebuilt by
+    its library type's own reduction."""
+    import copy
+
+    if "copy" not in sys.modules:
+        return {}
+
+    def copy_(*args: Any, **kwargs: Any) -> Any:
+        if len(args) != 1 or kwargs:
+            raise _refused_instead("copy.copy with more than the object", "write copy.copy(x)")
+        _check_copied(args[0], deep=False)
+        return copy.copy(args[0])
+
+    def deepcopy_(*args: Any, **kwargs: Any) -> Any:
+        if len(args) != 1 or kwargs:
+            raise _refused_instead("copy.deepcopy(x, memo)", "write copy.deepcopy(x) (the memo is copy's own)")
+        _check_copied(args[0], deep=True)
+        return copy.deepcopy(args[0])
+
+    functools.update_wrapper(copy_, copy.copy)
+    functools.update_wrapper(deepcopy_, copy.deepcopy)
+    return {copy.copy: copy_, copy.deepcopy: deepcopy_}
+
+
+def _check_copied(x: Any, deep: bool) -> None:
+    """Refuses (PolicyError) when copying ``x`` would call a reduction an object carries as an instance attribute;
+    with ``deep``, for every object deepcopy would visit through containers and instance dicts."""
+    seen: set[int] = set()
+    todo = [x]
+    while todo:
+        obj = todo.pop()
+        if isinstance(obj, _COPY_ATOMIC) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if len(seen) > _COPY_WALK_LIMIT:
+            raise _refused("copying more than a million objects at once")
+        if type(obj) in (list, tuple, set, frozenset):
+            if deep:
+                todo.extend(obj)
+            continue
+        if type(obj) is dict:
+            if deep:
+                todo.extend(obj.keys())
+                todo.extend(obj.values())
+            continue
+        try:
+            namespace = object.__getattribute__(obj, "__dict__")
+        except Exception:  # noqa: BLE001 (no instance dict: nothing of the notebook's choosing)
+            namespace = None
+        if type(namespace) is dict:
+            for key in namespace:
+                if type(key) is not str or (key.startswith("__") and key.endswith("__")):
+                    raise _refused(f"copying {_kind(obj)} with an instance attribute named {key!r} (attributes "
+                                   "named like __x__ would change how copy rebuilds it)")
+            if deep:
+                todo.extend(namespace.values())
+        if deep and isinstance(obj, functools.partial):
+            todo.extend((obj.func, obj.args, obj.keywords))
+
+
+def _memory_stand_ins() -> dict[Any, Any]:
+    """Arrays over memory of the caller's choosing, refused by construction: ``numpy.ndarray(...)`` itself is never
+    called (its stand-in is the type for isinstance and attribute reads, refusing calls: buffer= over another
+    object array's pointers, or object dtype over bytes, fakes object pointers); ``numpy.frombuffer`` and
+    ``torch.frombuffer`` read ``bytes`` and ``bytearray`` only (an object array's buffer is its pointers)."""
+    stand_ins: dict[Any, Any] = {}
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        def frombuffer(buffer: Any, dtype: Any = float, *args: Any, **kwargs: Any) -> Any:
+            if type(buffer) not in (bytes, bytearray):
+                raise _refused_instead(f"numpy.frombuffer of {_kind(buffer)}",
+                                       "frombuffer reads bytes or a bytearray; for an array write np.array(a) or "
+                                       "a.astype(...)")
+            if numpy.dtype(dtype).hasobject:
+                raise _refused_instead("numpy.frombuffer with an object dtype", "objects are not made from bytes: "
+                                       "write np.array(values, dtype=object)")
+            return numpy.frombuffer(buffer, dtype, *args, **kwargs)
+
+        stand_ins[numpy.frombuffer] = functools.update_wrapper(frombuffer, numpy.frombuffer)
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "frombuffer"):
+        def torch_frombuffer(buffer: Any, *args: Any, **kwargs: Any) -> Any:
+            if type(buffer) not in (bytes, bytearray):
+                raise _refused_instead(f"torch.frombuffer of {_kind(buffer)}",
+                                       "frombuffer reads bytes or a bytearray; for an array write torch.from_numpy(a) "
+                                       "or torch.tensor(a)")
+            return torch.frombuffer(buffer, *args, **kwargs)
+
+        stand_ins[torch.frombuffer] = functools.update_wrapper(torch_frombuffer, torch.frombuffer)
     return stand_ins
+
+
+class _CallRefused(type):
+    """The metaclass of a library type's stand-in that may be named, tested and read, never called."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, cls._policy_stand_in_for)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        if isinstance(sub, _CallRefused):  # issubclass(type(a), np.ndarray): both are stand-ins
+            sub = sub._policy_stand_in_for
+        return issubclass(sub, cls._policy_stand_in_for)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        raise _refused_instead(*cls._policy_refusal)
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(cls._policy_stand_in_for, name)
+
+
+def _ndarray_stand_in(runtime: Runtime) -> dict[Any, Any]:
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        return {}
+    real = numpy.ndarray
+    made = runtime.stand_in_classes.get(real)
+    if made is None:
+        made = _CallRefused("ndarray", (), {
+            "__module__": "numpy", "__qualname__": "ndarray", "__doc__": real.__doc__, "_policy_stand_in_for": real,
+            "_policy_refusal": ("calling numpy.ndarray(...) (an array over memory of its caller's choosing)",
+                                "write np.zeros(shape), np.empty(shape), np.array(values) or np.asarray(values); "
+                                "isinstance(a, np.ndarray) is fine")})
+        runtime.stand_in_classes[real] = made
+    return {real: made}
+
+
+class _RcParams(dict):  # (a dict for matplotlib's own readers; every write goes through __setitem__ or update)
+    """matplotlib.rcParams for graded cells: reads as the real one; sets plotting keys only (RC_GROUPS_ALLOWED)."""
+
+    def __init__(self, real: Any) -> None:
+        super().__init__()
+        self._real = real
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._real[key]
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._real.get(key, default)
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._real
+
+    def __iter__(self) -> Any:
+        return iter(self._real)
+
+    def __len__(self) -> int:
+        return len(self._real)
+
+    def keys(self) -> Any:
+        return self._real.keys()
+
+    def values(self) -> Any:
+        return self._real.values()
+
+    def items(self) -> Any:
+        return self._real.items()
+
+    def copy(self) -> Any:
+        return dict(self._real)
+
+    def __repr__(self) -> str:
+        return repr(self._real)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if type(key) is not str or key.split(".")[0] not in RC_GROUPS_ALLOWED or key in RC_KEYS_REFUSED:
+            raise _refused_instead(f"setting rcParams[{key!r}]", "graded code sets plotting keys only "
+                                   "(figure.figsize, font.size, axes.grid, lines.linewidth ...)")
+        self._real[key] = value
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        raise _refused("deleting an rcParams key")
+
+    def pop(self, *args: Any) -> Any:
+        raise _refused("deleting an rcParams key")
+
+    def popitem(self) -> Any:
+        raise _refused("deleting an rcParams key")
+
+    def clear(self) -> None:
+        raise _refused("deleting an rcParams key")
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        raise _refused("rcParams.setdefault (write rcParams[key] = value)")
+
+
+_RcParams.__module__ = "matplotlib"
+_RcParams.__name__ = _RcParams.__qualname__ = "RcParams"
+
+
+def _matplotlib_stand_ins() -> list[tuple[Any, Any]]:
+    """matplotlib.use with a non-interactive backend's name only (``"module://x"`` imports any module), and
+    rcParams that sets plotting keys only (``"backend"`` and ``"figure.hooks"`` import modules by name)."""
+    matplotlib = sys.modules.get("matplotlib")
+    if matplotlib is None or not hasattr(matplotlib, "rcParams"):
+        return []
+
+    def use(backend: Any, *, force: bool = True) -> None:
+        if type(backend) is not str or backend.lower() not in BACKENDS_ALLOWED:
+            raise _refused_instead(f"matplotlib.use({backend!r}) (a backend by module name imports that module)",
+                                   "write matplotlib.use('Agg'), or %matplotlib inline")
+        matplotlib.use(backend, force=force)
+
+    functools.update_wrapper(use, matplotlib.use)
+    return [(matplotlib.use, use), (matplotlib.rcParams, _RcParams(matplotlib.rcParams))]
 
 
 def _progress_bar(real: type, made_before: dict[type, type]) -> type:
