@@ -298,7 +298,7 @@ TRIED = [
     ("__torch_dispatch__ on a TorchDispatchMode reached through torch.autograd.graph",
      "import torch.autograd.graph as g\nclass M(g.TorchDispatchMode):\n    def __torch_dispatch__(self, *a):\n        pass",
      "__torch_dispatch__"),
-    ("a module reached through warnings", "import warnings\ns = warnings.sys.modules", "sys.modules"),
+    ("a module reached through warnings", "import warnings\ns = warnings.sys.modules", "sys"),
     ("a star import of functools (singledispatch)", "from functools import *", "*"),
     ("a generator's yieldfrom", "g = (i for i in [1])\ny = getattr(g, 'gi_' + 'yieldfrom')", "gi_yieldfrom"),
     ("__traceback__ in a format template", "try:\n    1/0\nexcept Exception as e:\n    s = '{0.__traceback__}'.format(e)",
@@ -630,3 +630,64 @@ GADGET_HONEST_USES = {
 @pytest.mark.parametrize("name", list(GADGET_HONEST_USES))
 def test_honest_uses_of_the_narrowed_libraries_still_run(name: str, capsys) -> None:
     run_cell(GADGET_HONEST_USES[name])
+
+
+@pytest.mark.parametrize("source", [
+    "import warnings\nprint(warnings.formatwarning('m', UserWarning, {secret!r}, 1))",
+    "import warnings\nwarnings.warn_explicit('m', UserWarning, {secret!r}, 1)",
+    "import warnings\nwarnings.showwarning('m', UserWarning, {secret!r}, 1)",
+    "from IPython.display import HTML, display\ndisplay(HTML(filename={secret!r}))",
+    "from IPython.display import Latex, display\ndisplay(Latex(url='file://' + {secret!r}))",
+    "help(obj)",
+    "help(type(obj))",
+    "from grader import checks\nhelp(checks)",
+])
+def test_other_readers_read_no_file_and_nothing_of_the_graders(source: str, outside, capsys) -> None:
+    """warnings print the line a file name and line number of the caller's choosing name (linecache reads any file);
+    IPython.display's text objects read the file a text names; help() printed the data of the grader's classes."""
+    class Grader:
+        secret = SECRET
+    Grader.__module__ = "grader.sandboxed.child"
+    ns = {"__name__": "__main__", "obj": Grader()}
+    policy.Runtime(ns).install()
+    refused(source.format(secret=str(outside["secret"])), ns)
+    _nothing_happened(outside, capsys)
+
+
+@pytest.mark.parametrize("source", [
+    "import logging\nlogging.basicConfig(filename={marker!r}, force=True)\nlogging.warning('x')",
+    "import torch\ntorch.save(torch.ones(1), {marker!r})",
+    "import numpy as np\nnp.zeros(1).dump({marker!r})",
+    "import matplotlib.pyplot as plt\nplt.setp(plt.gcf(), canvas=None)",
+])
+def test_other_writers_write_no_file(source: str, outside, capsys) -> None:
+    import logging
+
+    handlers = list(logging.getLogger().handlers)
+    try:
+        refused(source.format(marker=str(outside["marker"])))
+        _nothing_happened(outside, capsys)
+    finally:
+        for handler in logging.getLogger().handlers[:]:
+            if handler not in handlers:
+                logging.getLogger().removeHandler(handler)
+                handler.close()
+
+
+def test_a_display_text_naming_a_file_is_the_text(outside) -> None:
+    """IPython's Markdown("path") read the file when the text named one; graded code's shows the text."""
+    ns = run_cell(f"from IPython.display import Markdown\nm = Markdown({str(outside['secret'])!r})")
+    assert ns["m"].data == str(outside["secret"])
+
+
+def test_honest_display_warnings_and_help_still_run(capsys) -> None:
+    run_cell("""
+        import warnings, torch
+        from IPython.display import display, Markdown, HTML, Math
+        display(Markdown("**bold**"), HTML("<b>x</b>"), Math("x^2"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            warnings.warn("quiet")
+        help(torch.autograd.Function)
+        help(torch.exp)
+    """)

@@ -270,6 +270,13 @@ class Runtime:
 
             if len(args) != 1 or isinstance(args[0], str):
                 raise _refused("help() without an object, or of a name given as a string (help(torch.autograd.Function) is fine)")
+            obj = args[0]  # what the cell could not read, help() does not print (a class's data, a module's names)
+            if type(obj) is types.ModuleType:
+                if obj.__name__ not in MODULES or obj.__name__ in MODULE_ALLOWED_ONLY:
+                    raise _refused(f"help() of {_kind(obj)} (help() of one of its functions is fine)")
+            elif not runtime._type_allowed(obj if isinstance(obj, type) else type(obj)) \
+                    or _type_allow_list(obj) is not None:
+                raise _refused(f"help() of {_kind(obj)}")
             print(pydoc.render_doc(args[0], renderer=pydoc.plaintext))
 
         return {"getattr": getattr_, "hasattr": hasattr_, "setattr": setattr_, "delattr": delattr_, "type": type_,
@@ -555,9 +562,13 @@ def _stand_ins(runtime: Runtime) -> list[tuple[Any, Any]]:
         return lambda obj: tuple(runtime.getitem(obj, item) for item in items)
 
     def basic_config(**kwargs: Any) -> None:
-        """logging.basicConfig with %-style formats only (a "{" format walks attributes of what is logged)."""
+        """logging.basicConfig with %-style formats only (a "{" format walks attributes of what is logged), and no
+        file (filename= writes any file)."""
         if kwargs.get("style", "%") != "%" or "handlers" in kwargs:
             raise _refused('logging.basicConfig with style= or handlers= (a "%(message)s" format is fine)')
+        if "filename" in kwargs or "filemode" in kwargs:
+            raise _refused_instead("logging.basicConfig(filename=...) (a file written)",
+                                   "log to the output: logging.basicConfig(level=..., format=...)")
         logging.basicConfig(**kwargs)
 
     import logging
@@ -570,6 +581,7 @@ def _stand_ins(runtime: Runtime) -> list[tuple[Any, Any]]:
                  types.SimpleNamespace: _SimpleNamespace, operator.itemgetter: itemgetter,
                  logging.basicConfig: basic_config}
     stand_ins.update(_copy_stand_ins(runtime))
+    stand_ins.update(_display_stand_ins())
     stand_ins.update(_memory_stand_ins())
     stand_ins.update(_ndarray_stand_in(runtime))
     for name in ("tqdm", "tqdm.auto"):  # once a cell imported them
@@ -584,7 +596,7 @@ def _stand_ins(runtime: Runtime) -> list[tuple[Any, Any]]:
 
 # Modules whose callables Runtime hands out as stand-ins (recomputed when one of them is first imported)
 STAND_IN_MODULES = ("matplotlib", "matplotlib.pyplot", "matplotlib.ticker", "tqdm", "tqdm.auto", "copy", "numpy",
-                    "torch")
+                    "torch", "IPython.display")
 # What copy may walk into without a look (they hold no attributes a reducer would read)
 _COPY_ATOMIC = (type(None), bool, int, float, complex, str, bytes, type, range, types.FunctionType,
                 types.BuiltinFunctionType)
@@ -655,6 +667,33 @@ def _check_copied(x: Any, deep: bool) -> None:
                 todo.extend(namespace.values())
         if deep and isinstance(obj, functools.partial):
             todo.extend((obj.func, obj.args, obj.keywords))
+
+
+def _display_stand_ins() -> dict[Any, Any]:
+    """IPython.display's HTML, Markdown, Math and Latex made from the text given, never from a file or a URL (given
+    as filename=/url=, or as a text that names an existing file: IPython reads it and the output shows it)."""
+    display = sys.modules.get("IPython.display")
+    if display is None:
+        return {}
+    stand_ins: dict[Any, Any] = {}
+    for name in ("HTML", "Markdown", "Math", "Latex"):
+        real = getattr(display, name, None)
+        if not isinstance(real, type):
+            continue
+
+        def made(data: Any = None, metadata: Any = None, *, _real: type = real, _name: str = name,
+                 **kwargs: Any) -> Any:
+            if kwargs:
+                raise _refused_instead(f"{_name}({', '.join(f'{k}=' for k in kwargs)}...) (a file or URL read)",
+                                       f"give {_name}() the text to show")
+            if data is not None and type(data) is not str:
+                raise _refused_instead(f"{_name}() of {_kind(data)}", f"give {_name}() the text to show")
+            obj = _real(None, metadata=metadata)
+            obj.data = data
+            return obj
+
+        stand_ins[real] = functools.update_wrapper(made, real, updated=())
+    return stand_ins
 
 
 def _memory_stand_ins() -> dict[Any, Any]:

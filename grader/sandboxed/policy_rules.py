@@ -35,7 +35,7 @@ MODULES = frozenset({
 MODULE_REFUSED: dict[str, frozenset[str]] = {
     "torch": frozenset({"ops", "library", "classes", "hub", "jit", "load", "compile", "export", "fx", "package",
                         "multiprocessing", "distributed", "utils", "overrides", "from_file", "backends",
-                        "mps", "xpu", "onnx", "profiler", "serialization",
+                        "mps", "xpu", "onnx", "profiler", "serialization", "save",
                         "UntypedStorage", "TypedStorage"}),
     "torch.autograd": frozenset({"profiler"}),
     "torch.autograd.graph": frozenset({"register_multi_grad_hook", "allow_mutation_on_saved_tensors",
@@ -75,6 +75,9 @@ MODULE_ALLOWED_ONLY: dict[str, frozenset[str]] = {
     # copy(x) and deepcopy(x), handed out as Runtime's stand-ins: no memo (its keep-alive list hands back the real
     # __dict__ of what was copied), and refused for an object whose reduction is not its library type's own
     "copy": frozenset({"copy", "deepcopy", "Error"}),
+    # warnings without formatwarning, showwarning and warn_explicit (a file name and line of the caller's choosing:
+    # linecache reads that line of any file and the warning prints it)
+    "warnings": frozenset({"warn", "simplefilter", "filterwarnings", "catch_warnings", "resetwarnings"}),
     # matplotlib: the plotting the course (and everyday plotting) uses. Not: rc_params_from_file, rc_file, style
     # (they read files and print them), switch_backend and a "module://" backend (they import any module), savefig,
     # imsave, imread (files), rc/rc_context (any rcParams key, among them "backend" and "figure.hooks", which import
@@ -94,7 +97,7 @@ MODULE_ALLOWED_ONLY: dict[str, frozenset[str]] = {
         "axis", "margins", "autoscale", "tight_layout", "subplots_adjust", "twinx", "twiny", "table", "xkcd",
         "figaspect", "rcParams", "cm", "Normalize", "MultipleLocator", "MaxNLocator", "FuncFormatter",
         "FormatStrFormatter", "ScalarFormatter", "LogLocator", "Line2D", "Rectangle", "Circle", "Polygon", "Arrow",
-        "Text", "Figure", "Axes", "get_backend", "setp", "getp"}),
+        "Text", "Figure", "Axes", "get_backend"}),  # (no setp/getp: they set and get by name)
     # no attrgetter, methodcaller, getitem, setitem, delitem or in-place operators: they read or write attributes and
     # items past the policy's guards (itemgetter is handed out guarded: Runtime's stand-ins)
     "operator": frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos", "abs", "matmul",
@@ -157,7 +160,7 @@ REFUSED_EVERYWHERE = frozenset({
 })
 # Names refused on objects of one library type (by its module and qualified name, subclasses included):
 # an array's memoryview of its raw memory (an object array's pointers, as numbers to write)
-TYPE_REFUSED: dict[str, frozenset[str]] = {"numpy.ndarray": frozenset({"data"})}
+TYPE_REFUSED: dict[str, frozenset[str]] = {"numpy.ndarray": frozenset({"data", "dump"})}  # (dump: a pickle file)
 TYPE_REFUSED_NAMES = frozenset().union(*TYPE_REFUSED.values())
 # Attributes of these library types a graded cell may not set (the array's memory seen through another type)
 TYPE_NOT_WRITTEN: dict[str, frozenset[str]] = {"numpy.ndarray": frozenset({"dtype", "strides", "data", "base"})}
