@@ -659,13 +659,14 @@ def test_other_readers_read_no_file_and_nothing_of_the_graders(source: str, outs
     "import torch\ntorch.save(torch.ones(1), {marker!r})",
     "import numpy as np\nnp.zeros(1).dump({marker!r})",
     "import matplotlib.pyplot as plt\nplt.setp(plt.gcf(), canvas=None)",
+    "import contextlib\nwith contextlib.chdir({dir!r}):\n    pass",
 ])
 def test_other_writers_write_no_file(source: str, outside, capsys) -> None:
     import logging
 
     handlers = list(logging.getLogger().handlers)
     try:
-        refused(source.format(marker=str(outside["marker"])))
+        refused(source.format(marker=str(outside["marker"]), dir=str(outside["dir"])))
         _nothing_happened(outside, capsys)
     finally:
         for handler in logging.getLogger().handlers[:]:
