@@ -566,6 +566,12 @@ GADGET_HONEST_USES = {
         c = copy.deepcopy(Config())
         net = copy.deepcopy(torch.nn.Linear(2, 1))
         assert c.sizes == [1, 2] and copy.copy(c).sizes is c.sizes and net.weight.shape == (1, 2)
+        class Step:
+            def __call__(self, x):
+                return x
+        import functools
+        step = functools.wraps(print)(Step())   # (__wrapped__, __doc__ ... on the instance: copy reads none of them)
+        assert copy.deepcopy(step)(2) == 2
         try:
             copy.deepcopy(lambda: 1)
         except copy.Error:
@@ -692,3 +698,21 @@ def test_honest_display_warnings_and_help_still_run(capsys) -> None:
         help(torch.autograd.Function)
         help(torch.exp)
     """)
+
+
+def test_stand_ins_reach_modules_an_instructors_cell_imported_after_the_runtime() -> None:
+    """The stand-ins are made for the modules loaded when a cell imports; a module an instructor's cell (run as it
+    is) imported later is read through its stand-ins all the same."""
+    import sys
+
+    import matplotlib
+
+    ns = {"__name__": "__main__"}
+    runtime = policy.Runtime(ns)
+    saved = {name: sys.modules.pop(name) for name in ("matplotlib",)}
+    try:
+        runtime.install()
+    finally:
+        sys.modules.update(saved)
+    ns["matplotlib"] = matplotlib
+    refused("matplotlib.rcParams['backend'] = 'module://i29_victim'", ns)

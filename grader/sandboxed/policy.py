@@ -72,6 +72,7 @@ class Runtime:
         self.special_for: tuple[str, ...] = ()
         self.progress_bars: dict[type, type] = {}  # tqdm's classes, as graded cells get them (_progress_bar)
         self.allow_lists: dict[type, frozenset[str] | None] = {}  # _type_allow_list, per type (attribute reads are hot)
+        self.modules_seen = 0  # len(sys.modules) when special was last brought up to date
         self.stand_in_classes: dict[type, type] = {}  # numpy.ndarray's stand-in, one per notebook (type(a) is np.ndarray)
 
     def install(self) -> None:
@@ -157,6 +158,9 @@ class Runtime:
         if name in REFUSED_EVERYWHERE and not self._own(obj):
             raise _refused(f'".{name}"')
         if type(obj) is types.ModuleType:
+            if len(sys.modules) != self.modules_seen:  # a module an instructor's cell imported: its stand-ins too
+                self.modules_seen = len(sys.modules)
+                self._refresh_special()
             module = obj.__name__
             if module not in MODULES:
                 raise _refused(f"the module {module}")
@@ -601,6 +605,8 @@ STAND_IN_MODULES = ("matplotlib", "matplotlib.pyplot", "matplotlib.ticker", "tqd
 _COPY_ATOMIC = (type(None), bool, int, float, complex, str, bytes, type, range, types.FunctionType,
                 types.BuiltinFunctionType)
 _COPY_WALK_LIMIT = 1_000_000
+# what functools.wraps sets on an object of the notebook's (copy reads none of them)
+_WRAPPER_NAMES = frozenset({*functools.WRAPPER_ASSIGNMENTS, "__wrapped__"})
 
 
 def _copy_stand_ins(runtime: Runtime) -> dict[Any, Any]:
@@ -660,7 +666,7 @@ def _check_copied(x: Any, deep: bool) -> None:
             namespace = None
         if type(namespace) is dict:
             for key in namespace:
-                if type(key) is not str or (key.startswith("__") and key.endswith("__")):
+                if type(key) is not str or (key.startswith("__") and key.endswith("__") and key not in _WRAPPER_NAMES):
                     raise _refused(f"copying {_kind(obj)} with an instance attribute named {key!r} (attributes "
                                    "named like __x__ would change how copy rebuilds it)")
             if deep:
