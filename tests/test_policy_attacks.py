@@ -577,6 +577,15 @@ GADGET_HONEST_USES = {
         except copy.Error:
             pass
     """,
+    "a ParameterDict with plain and underscore keys, its | and copy": """
+        import torch
+        pd = torch.nn.ParameterDict({"w": torch.nn.Parameter(torch.ones(1)), "_b": 1})
+        pd2 = pd | {"x": torch.ones(2)}
+        pd2 |= {"y": 2}
+        assert isinstance(pd2, torch.nn.ParameterDict) and set(pd2.keys()) == {"w", "_b", "x", "y"}
+        assert pd.copy()["w"].shape == (1,) and list(pd.fromkeys(["a"], 0).keys()) == ["a"]
+        assert sum(p.numel() for p in pd2.parameters()) == 3
+    """,
     "numpy.ndarray as a type, frombuffer over bytes": """
         import numpy as np
         a = np.zeros(3)
@@ -716,3 +725,57 @@ def test_stand_ins_reach_modules_an_instructors_cell_imported_after_the_runtime(
         sys.modules.update(saved)
     ns["matplotlib"] = matplotlib
     refused("matplotlib.rcParams['backend'] = 'module://i29_victim'", ns)
+
+
+def test_parameter_dict_keys_do_not_become_dunder_attributes(outside, capsys) -> None:
+    """torch.nn.ParameterDict sets each key as an attribute (a value that is not a tensor kept as it is):
+    pd["__array_interface__"] = {...} made numpy.asarray(pd) read any address."""
+    for source in [
+        'pd = torch.nn.ParameterDict()\npd["__array_interface__"] = interface',
+        'pd = torch.nn.ParameterDict({"__array_interface__": interface})',
+        'pd = torch.nn.ParameterDict()\npd.update({"__array_interface__": interface})',
+        'pd = torch.nn.ParameterDict() | {"__array_interface__": interface}',
+        'pd = torch.nn.ParameterDict()\npd |= {"__array_interface__": interface}',
+        'pd = torch.nn.ParameterDict().fromkeys(["__array_interface__"], interface)',
+        'pd = torch.nn.ParameterDict()\npd.setdefault("__array_interface__", interface)',
+        'class P(torch.nn.ParameterDict):\n    pass\npd = P({"__array_interface__": interface})',
+    ]:
+        refused("import torch, numpy as np\n" + RAW_READ.format(secret=SECRET) + source
+                + "\nprint(bytes(np.asarray(pd)))")
+    _nothing_happened(outside, capsys)
+
+
+THIEF = """
+import copy, functools, torch, numpy as np
+from typing import NamedTuple
+got = []
+class Thief(torch.nn.Module):
+    def forward(self, memo):
+        got.append(memo)
+        return self
+class Pair(NamedTuple):
+    a: object
+    b: int
+m = torch.nn.Module()
+m.add_module("__deepcopy__", Thief())
+t = torch.ones(1)
+t.note = m
+objects = np.empty(1, dtype=object)
+objects[0] = m
+"""
+
+
+@pytest.mark.parametrize("copied", ["m", "[m]", "{'k': (m,)}", "Pair(m, 1)", "iter([m])", "t", "objects",
+                                    "functools.partial(print, m)", "torch.nn.Sequential(m)"])
+def test_a_registry_name_does_not_make_deepcopy_hand_out_its_memo(copied: str) -> None:
+    """nn.Module's __getattr__ answers the names of its registries: module.add_module("__deepcopy__", thief) made
+    deepcopy call the notebook's module with its memo (the originals' real dicts), wherever the module sat."""
+    ns = run_cell(THIEF)
+    refused(f"copied = copy.deepcopy({copied})", ns)
+    assert ns["got"] == []
+
+
+def test_a_registry_name_and_a_shallow_copy() -> None:
+    ns = run_cell(THIEF.replace('"__deepcopy__"', '"__copy__"') + "m.add_module('__getnewargs_ex__', Thief())\n")
+    refused("copied = copy.copy(m)", ns)
+    assert ns["got"] == []

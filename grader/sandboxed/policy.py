@@ -588,6 +588,7 @@ def _stand_ins(runtime: Runtime) -> list[tuple[Any, Any]]:
     stand_ins.update(_display_stand_ins())
     stand_ins.update(_memory_stand_ins())
     stand_ins.update(_ndarray_stand_in(runtime))
+    stand_ins.update(_parameter_dict_stand_in(runtime))
     for name in ("tqdm", "tqdm.auto"):  # once a cell imported them
         module = sys.modules.get(name)
         if module is not None and isinstance(getattr(module, "tqdm", None), type):
@@ -607,6 +608,9 @@ _COPY_ATOMIC = (type(None), bool, int, float, complex, str, bytes, type, range, 
 _COPY_WALK_LIMIT = 1_000_000
 # what functools.wraps sets on an object of the notebook's (copy reads none of them)
 _WRAPPER_NAMES = frozenset({*functools.WRAPPER_ASSIGNMENTS, "__wrapped__"})
+# what copy and deepcopy call when an object has it (looked up on the object, not only on its class)
+_REDUCTION_NAMES = ("__deepcopy__", "__copy__", "__reduce_ex__", "__reduce__", "__getstate__", "__setstate__",
+                    "__getnewargs_ex__", "__getnewargs__")
 
 
 def _copy_stand_ins(runtime: Runtime) -> dict[Any, Any]:
@@ -640,8 +644,11 @@ def _copy_stand_ins(runtime: Runtime) -> dict[Any, Any]:
 
 
 def _check_copied(x: Any, deep: bool) -> None:
-    """Refuses (PolicyError) when copying ``x`` would call a reduction an object carries as an instance attribute;
-    with ``deep``, for every object deepcopy would visit through containers and instance dicts."""
+    """Refuses (PolicyError) when copying ``x`` would call a reduction the notebook chose: one an object carries as
+    an instance attribute, or one a library's ``__getattr__`` finds for it (``module.add_module("__deepcopy__",
+    thief)``: nn.Module's registries answer any name). With ``deep``, for every object deepcopy would visit: through
+    containers, instance dicts and slots, object arrays, partials, bound methods and the library reductions
+    themselves."""
     seen: set[int] = set()
     todo = [x]
     while todo:
@@ -651,28 +658,68 @@ def _check_copied(x: Any, deep: bool) -> None:
         seen.add(id(obj))
         if len(seen) > _COPY_WALK_LIMIT:
             raise _refused("copying more than a million objects at once")
-        if type(obj) in (list, tuple, set, frozenset):
-            if deep:
-                todo.extend(obj)
-            continue
-        if type(obj) is dict:
-            if deep:
-                todo.extend(obj.keys())
-                todo.extend(obj.values())
-            continue
+        cls = type(obj)
         try:
             namespace = object.__getattribute__(obj, "__dict__")
-        except Exception:  # noqa: BLE001 (no instance dict: nothing of the notebook's choosing)
+        except Exception:  # noqa: BLE001 (no instance dict)
             namespace = None
         if type(namespace) is dict:
             for key in namespace:
                 if type(key) is not str or (key.startswith("__") and key.endswith("__") and key not in _WRAPPER_NAMES):
                     raise _refused(f"copying {_kind(obj)} with an instance attribute named {key!r} (attributes "
                                    "named like __x__ would change how copy rebuilds it)")
-            if deep:
-                todo.extend(namespace.values())
-        if deep and isinstance(obj, functools.partial):
+        mro = getattr(cls, "__mro__", (cls,))
+        for name in _REDUCTION_NAMES:
+            if not any(name in vars(klass) for klass in mro):
+                try:
+                    found = hasattr(obj, name)
+                except Exception:  # noqa: BLE001
+                    found = False
+                if found:
+                    raise _refused(f"copying {_kind(obj)}, which answers {name} though its class has none (a name "
+                                   "of its registry: copy would call it)")
+        if not deep:
+            continue
+        if type(namespace) is dict:
+            todo.extend(namespace.values())
+        if isinstance(obj, dict):
+            todo.extend(dict.keys(obj))
+            todo.extend(dict.values(obj))
+            continue
+        if isinstance(obj, (list, tuple, set, frozenset)):
+            todo.extend(list(obj))
+            continue
+        for klass in mro:
+            slots = vars(klass).get("__slots__", ())
+            for slot in (slots,) if isinstance(slots, str) else slots:
+                try:
+                    todo.append(object.__getattribute__(obj, slot))
+                except Exception:  # noqa: BLE001
+                    pass
+        if isinstance(obj, functools.partial):
             todo.extend((obj.func, obj.args, obj.keywords))
+        elif isinstance(obj, types.MethodType):
+            todo.extend((obj.__self__, obj.__func__))
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and isinstance(obj, numpy.ndarray):
+            if obj.dtype.hasobject:
+                todo.extend(obj.ravel().tolist())
+            continue
+        if any("__deepcopy__" in vars(klass) for klass in mro):
+            continue  # a library's own __deepcopy__ (a tensor's) copies its __dict__, walked above
+        try:  # what copy's _reconstruct would deep-copy: the library's own reduction's arguments and state
+            reduced = obj.__reduce_ex__(4)
+        except Exception:  # noqa: BLE001 (deepcopy fails the same way)
+            continue
+        if isinstance(reduced, tuple):
+            for part in reduced[1:3]:
+                todo.append(part)
+            for part in reduced[3:5]:
+                if part is not None:
+                    try:
+                        todo.append(list(part))
+                    except Exception:  # noqa: BLE001
+                        pass
 
 
 def _display_stand_ins() -> dict[Any, Any]:
@@ -766,6 +813,53 @@ def _ndarray_stand_in(runtime: Runtime) -> dict[Any, Any]:
             "_policy_refusal": ("calling numpy.ndarray(...) (an array over memory of its caller's choosing)",
                                 "write np.zeros(shape), np.empty(shape), np.array(values) or np.asarray(values); "
                                 "isinstance(a, np.ndarray) is fine")})
+        runtime.stand_in_classes[real] = made
+    return {real: made}
+
+
+def _parameter_dict_stand_in(runtime: Runtime) -> dict[Any, Any]:
+    """torch.nn.ParameterDict for graded cells: its keys become attributes (``setattr(self, key, value)``, any value
+    that is not a tensor kept as it is), so they follow the rule of names: ``pd["__array_interface__"] = {...}`` made
+    numpy.asarray(pd) read any address. Every road in (the constructor, update, setdefault, |, |=, copy, fromkeys)
+    goes through its __setitem__."""
+    nn = sys.modules.get("torch.nn")
+    real = getattr(nn, "ParameterDict", None)
+    if not isinstance(real, type):
+        return {}
+    made = runtime.stand_in_classes.get(real)
+    if made is None:
+        from collections import OrderedDict
+
+        def __setitem__(self: Any, key: Any, value: Any) -> None:
+            if type(key) is str and _private(key):
+                raise _refused_instead(f"a ParameterDict key {key!r} (its keys become attributes)",
+                                       "name parameters with plain names")
+            real.__setitem__(self, key, value)
+
+        def copy(self: Any) -> Any:
+            return made(OrderedDict((k, self[k]) for k in self._keys))
+
+        def fromkeys(self: Any, keys: Any, default: Any = None) -> Any:
+            return made((k, default) for k in keys)
+
+        def __or__(self: Any, other: Any) -> Any:
+            result = self.copy()
+            result.update(other)
+            return result
+
+        def __ror__(self: Any, other: Any) -> Any:
+            result = made(other)
+            result.update(self)
+            return result
+
+        def __ior__(self: Any, other: Any) -> Any:
+            self.update(other)
+            return self
+
+        made = type(real.__name__, (real,), {
+            "__setitem__": __setitem__, "copy": copy, "fromkeys": fromkeys, "__or__": __or__, "__ror__": __ror__,
+            "__ior__": __ior__, "__module__": real.__module__, "__qualname__": real.__qualname__,
+            "__doc__": real.__doc__})
         runtime.stand_in_classes[real] = made
     return {real: made}
 
