@@ -529,6 +529,7 @@ def test_matplotlib_imports_no_module(source: str, outside, capsys) -> None:
     "plt.imsave({marker!r}, np.zeros((2, 2)))",
     "class F(type(fig)):\n    pass",
     "fig.canvas = None",
+    "fig.set(canvas=None)",
 ])
 def test_matplotlib_writes_no_file(source: str, outside, capsys) -> None:
     import matplotlib

@@ -122,17 +122,17 @@ TYPE_ALLOWED_ONLY: dict[str, frozenset[str]] = {
         "dpi", "axes", "get_axes", "gca", "sca", "delaxes", "clf", "clear", "show", "number", "set_facecolor",
         "get_facecolor", "patch", "align_labels", "align_xlabels", "align_ylabels", "autofmt_xdate", "set_layout_engine",
         "get_layout_engine", "set_tight_layout", "set_constrained_layout", "get_children", "artists", "lines",
-        "patches", "texts", "images", "legends", "figure", "set", "get_label", "set_label", "suppressComposite"}),
+        "patches", "texts", "images", "legends", "figure", "get_label", "set_label"}),  # (no set(): a setter by name)
     "matplotlib.figure.SubFigure": frozenset({
         "add_subplot", "add_axes", "subplots", "subplot_mosaic", "add_gridspec", "subfigures", "colorbar",
         "suptitle", "supxlabel", "supylabel", "legend", "text", "subplots_adjust", "axes", "get_axes", "gca", "sca",
-        "delaxes", "clf", "clear", "set_facecolor", "get_facecolor", "patch", "align_labels", "get_children", "set"}),
+        "delaxes", "clf", "clear", "set_facecolor", "get_facecolor", "patch", "align_labels", "get_children"}),
     "matplotlib.backend_bases.FigureCanvasBase": frozenset({"draw", "draw_idle", "get_width_height"}),
     "matplotlib.backend_bases.FigureManagerBase": frozenset({"set_window_title", "get_window_title"}),
     # an image on axes: not write_png (any file)
     "matplotlib.image._ImageBase": frozenset({
         "set_data", "get_array", "set_array", "set_cmap", "get_cmap", "set_clim", "get_clim", "set_norm", "norm",
-        "cmap", "set_alpha", "set_interpolation", "get_extent", "set_extent", "axes", "figure", "set", "remove",
+        "cmap", "set_alpha", "set_interpolation", "get_extent", "set_extent", "axes", "figure", "remove",
         "set_label", "get_label", "colorbar", "set_visible", "get_visible", "set_zorder", "autoscale",
         "changed"}),
     # a graph drawn by torchviz: its source and attributes, never render/save/pipe/view (files, programs) or a
