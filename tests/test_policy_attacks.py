@@ -740,6 +740,8 @@ def test_parameter_dict_keys_do_not_become_dunder_attributes(outside, capsys) ->
         'pd = torch.nn.ParameterDict().fromkeys(["__array_interface__"], interface)',
         'pd = torch.nn.ParameterDict()\npd.setdefault("__array_interface__", interface)',
         'class P(torch.nn.ParameterDict):\n    pass\npd = P({"__array_interface__": interface})',
+        'class S(str):\n    def startswith(self, *a):\n        return False\n    def endswith(self, *a):\n'
+        '        return False\npd = torch.nn.ParameterDict({S("__array_interface__"): interface})',
     ]:
         refused("import torch, numpy as np\n" + RAW_READ.format(secret=SECRET) + source
                 + "\nprint(bytes(np.asarray(pd)))")
@@ -780,3 +782,23 @@ def test_a_registry_name_and_a_shallow_copy() -> None:
     ns = run_cell(THIEF.replace('"__deepcopy__"', '"__copy__"') + "m.add_module('__getnewargs_ex__', Thief())\n")
     refused("copied = copy.copy(m)", ns)
     assert ns["got"] == []
+
+
+def test_a_str_subclass_does_not_pass_for_a_plain_name() -> None:
+    """A keyword or key named by a str subclass whose startswith says no: the rule of names reads the string."""
+    refused("""
+        import time
+        class S(str):
+            def startswith(self, *a):
+                return False
+            def endswith(self, *a):
+                return False
+        SN = type(time.get_clock_info("time"))
+        ns = SN(**{S("__array_interface__"): 1})
+    """)
+    refused("""
+        class S(str):
+            def startswith(self, *a):
+                return False
+        d = dict(**{S("__array_interface__"): 1})
+    """)

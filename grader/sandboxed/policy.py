@@ -522,7 +522,7 @@ def _kind(obj: Any) -> str:
 
 def _apply(fn: Any, *args: Any, **kwargs: Any) -> Any:
     for key in kwargs:  # f(**{"__array_interface__": ...}): the compile-time rule of keyword names, at run time
-        if _private(key):
+        if type(key) is not str or _private(key):
             raise _refused(f'the keyword argument "{key}"')
     return fn(*args, **kwargs)
 
@@ -831,7 +831,7 @@ def _parameter_dict_stand_in(runtime: Runtime) -> dict[Any, Any]:
         from collections import OrderedDict
 
         def __setitem__(self: Any, key: Any, value: Any) -> None:
-            if type(key) is str and _private(key):
+            if type(key) is not str or _private(key):
                 raise _refused_instead(f"a ParameterDict key {key!r} (its keys become attributes)",
                                        "name parameters with plain names")
             real.__setitem__(self, key, value)

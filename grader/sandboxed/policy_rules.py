@@ -263,7 +263,9 @@ def _refused(what: str) -> PolicyError:
 
 def _private(name: str) -> bool:
     """RestrictedPython's helpers and dunders look like ``_x_``; ``_``, ``_helper`` and ``_x1`` are the student's."""
-    return name.startswith("_") and name != "_" and (name.endswith("_") or name.startswith("__"))
+    # (str's own methods: a str subclass's startswith would say what its author wants)
+    return str.startswith(name, "_") and str.__ne__(name, "_") and (str.endswith(name, "_")
+                                                                     or str.startswith(name, "__"))
 
 
 _BUILTIN_NAMES = frozenset(vars(builtins)) | {"get_ipython", "display"}
