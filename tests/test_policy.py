@@ -268,7 +268,8 @@ ATTACKS = [
     ("a module reached through torch", "import torch\nos = torch.os", "os"),
     ("a module reached through pyplot", "import matplotlib.pyplot as plt\nimportlib = plt.importlib", "importlib"),
     ("sys beyond its everyday names, reached through pyplot", "import matplotlib.pyplot as plt\nplt.sys.modules",
-     "sys.modules"),
+     "sys"),  # (pyplot's own names are an allow-list now: refused at plt.sys)
+    ("sys beyond its everyday names", "import sys\nsys.modules", "sys.modules"),
     ("numpy's ctypes bridge", "import numpy as np\np = np.zeros(3).ctypes", "ctypes"),
     ("numpy's stride tricks", "import numpy as np\nnp.lib.stride_tricks.as_strided", "numpy.lib"),
     ("numpy's memory map of /proc/self/mem", "import numpy as np\nnp.memmap('/proc/self/mem')", "memmap"),

@@ -298,7 +298,7 @@ TRIED = [
     ("__torch_dispatch__ on a TorchDispatchMode reached through torch.autograd.graph",
      "import torch.autograd.graph as g\nclass M(g.TorchDispatchMode):\n    def __torch_dispatch__(self, *a):\n        pass",
      "__torch_dispatch__"),
-    ("a module reached through warnings", "import warnings\ns = warnings.sys.modules", "sys.modules"),
+    ("a module reached through warnings", "import warnings\ns = warnings.sys.modules", "sys"),
     ("a star import of functools (singledispatch)", "from functools import *", "*"),
     ("a generator's yieldfrom", "g = (i for i in [1])\ny = getattr(g, 'gi_' + 'yieldfrom')", "gi_yieldfrom"),
     ("__traceback__ in a format template", "try:\n    1/0\nexcept Exception as e:\n    s = '{0.__traceback__}'.format(e)",
@@ -320,3 +320,485 @@ def test_ideas_refused_already(what: str, source: str, word: str) -> None:
     error = refused(source)
     text = " ".join(error._render_traceback_())
     assert word in text, text
+
+
+# --- issue 29 (item 3 and its "also"): escapes through library gadgets the policy allowed. Each attack must read,
+# write and import nothing: a file outside is not read (nor printed), a marker file is not written, a module is not
+# imported, no attribute of a module is set.
+
+SECRET = "i29-secret-7f3a"
+
+
+@pytest.fixture
+def outside(tmp_path, monkeypatch):
+    """A file outside the notebook holding a secret, a folder a marker must not be written to, and an importable
+    module that writes a marker when it is imported (on sys.path)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text(f"{SECRET}\n")
+    marker = tmp_path / "written"
+    package = tmp_path / "lib"
+    package.mkdir()
+    (package / "i29_victim.py").write_text(
+        f"import pathlib\npathlib.Path({str(tmp_path / 'imported')!r}).write_text('imported')\n"
+        "FigureCanvas = FigureManager = object\ndef hook(figure):\n    pass\n")
+    monkeypatch.syspath_prepend(str(package))
+    yield {"secret": secret, "marker": marker, "imported": tmp_path / "imported", "dir": tmp_path}
+    import sys
+
+    sys.modules.pop("i29_victim", None)
+
+
+def _nothing_happened(outside, capsys) -> None:
+    import sys
+
+    out = capsys.readouterr()
+    assert SECRET not in out.out + out.err, "the file outside was read and printed"
+    assert not outside["marker"].exists(), "a file was written"
+    assert not outside["imported"].exists() and "i29_victim" not in sys.modules, "a module was imported"
+
+
+RAW_READ = """
+b = bytearray(b"{secret}")
+interface = {{"data": (id(b), False), "shape": (64,), "typestr": "|u1", "version": 3}}
+"""
+
+
+def test_deepcopy_memo_does_not_hand_out_a_real_dict(outside, capsys) -> None:
+    """deepcopy's memo keeps what it copied alive in memo[id(memo)], among them the object's real __dict__: a key
+    __array_interface__ written there made numpy.asarray(obj) read (and write) any address."""
+    error = refused("""
+        import copy, numpy as np
+        class A:
+            def __init__(self):
+                self.x = [1]
+        a = A()
+        memo = {}
+        copy.deepcopy(a, memo)
+        d = [k for k in memo[id(memo)] if type(k) is dict and "x" in k][0]
+        b = bytearray(b"i29-secret-7f3a")
+        d["__array_interface__"] = {"data": (id(b), False), "shape": (64,), "typestr": "|u1", "version": 3}
+        print(bytes(np.asarray(a)))
+    """)
+    assert "copy.deepcopy(x, memo)" in str(error) and "write copy.deepcopy(x)" in str(error)
+    _nothing_happened(outside, capsys)
+
+
+@pytest.mark.parametrize("call", ["copy.deepcopy(a, memo=memo)", "copy.deepcopy(a, {})", "copy.copy(a, 1)",
+                                  "copy.deepcopy(a, None, [])"])
+def test_copy_takes_the_object_only(call: str) -> None:
+    refused(f"import copy\nclass A:\n    pass\na = A()\nmemo = {{}}\n{call}")
+
+
+@pytest.mark.parametrize("name", ["_reconstruct", "_deepcopy_dispatch", "_keep_alive", "copyreg", "weakref",
+                                  "dispatch_table", "_copy_immutable"])
+def test_copy_hands_out_copy_and_deepcopy_only(name: str) -> None:
+    refused(f"import copy\nf = getattr(copy, {name!r})")
+    refused(f"from copy import {name}")
+
+
+@pytest.mark.parametrize("copier", ["copy.copy(a)", "copy.deepcopy(a)", "copy.deepcopy([1, {'k': (a,)}])",
+                                    "copy.deepcopy(Holder())"])
+@pytest.mark.parametrize("planted", ["__reduce_ex__", "__reduce__", "__deepcopy__", "__getstate__"])
+def test_an_instance_level_reduction_does_not_make_copy_set_attributes_of_a_module(copier: str, planted: str) -> None:
+    """An instance attribute __reduce_ex__ (however it got there: the memo's dict above, or an instructor's object
+    that has one) made copy.copy rebuild the object with a state of the cell's choosing: setattr of any name on any
+    object, modules included (grader.checks is not guarded)."""
+    import copy
+    import types
+
+    victim = types.ModuleType("victim")
+
+    def reduce(*args):
+        return (lambda: victim, (), (None, {"planted": True}))
+
+    class Plain:
+        pass
+
+    a = Plain()
+    vars(a)[planted] = reduce if planted != "__getstate__" else (lambda: (None, {"planted": True}))
+    ns = {"__name__": "__main__", "a": a, "Holder": None}
+    runtime = policy.Runtime(ns)
+    runtime.install()
+    run_cell("class Holder:\n    def __init__(self):\n        self.inner = [a]\n", ns)
+    error = refused(f"import copy\ncopied = {copier}", ns)
+    assert planted in str(error)
+    assert not hasattr(victim, "planted")
+    copy.copy(Plain())  # (copy itself untouched)
+
+
+def test_ndarray_over_bytes_with_object_dtype_does_not_fake_pointers(outside, capsys) -> None:
+    """numpy.ndarray(shape, object, buffer=...) read pointers from bytes the cell wrote: any address as an object."""
+    error = refused("""
+        import numpy as np
+        b = bytearray(8)
+        arr = np.ndarray((1,), object, buffer=b)
+    """)
+    assert "numpy.ndarray" in str(error) and "np.zeros" in str(error)
+    _nothing_happened(outside, capsys)
+
+
+@pytest.mark.parametrize("source", [
+    "np.ndarray((2,), np.int64, buffer=o)",             # an object array's pointers, as numbers to write
+    "type(np.zeros(1))((1,), object, buffer=bytearray(8))",
+    "np.frombuffer(o, np.int64)",
+    "np.frombuffer(o.data, np.int64)",
+    "o.data",
+    "np.frombuffer(bytearray(8), dtype=object)",
+    "np.recarray((1,), formats=[object], buf=bytearray(8))",
+    "torch.frombuffer(o, dtype=torch.int64)",
+    "torch.asarray(o.data, dtype=torch.int64)",
+    "i = np.zeros(1, np.int64)\ni.dtype = object",
+    "i = np.zeros(1, np.int64)\ni.strides = (0,)",
+    "np.fromstring('abcdefgh', dtype=object)",
+])
+def test_no_array_is_made_over_memory_of_the_cells_choosing(source: str) -> None:
+    """Every road from raw memory to an array: buffer= of ndarray, frombuffer over an object array's pointers (numpy
+    and torch), an array's memoryview, object dtype from bytes, dtype/strides assignment."""
+    refused(f"import numpy as np, torch\no = np.empty(2, object)\no[:] = [1, 2]\n{source}")
+
+
+def test_array_interface_cannot_be_planted_on_the_notebooks_objects() -> None:
+    """numpy.asarray(obj) trusts obj.__array_interface__ as a raw address: no road sets it on an object of the
+    notebook's (setattr, a class body, type(), a dataclass field, vars(), a SimpleNamespace, update_wrapper)."""
+    for source in [
+        "class A:\n    pass\na = A()\nsetattr(a, '__array_interface__', {})",
+        "class A:\n    __array_interface__ = {}",
+        "A = type('A', (), {'__array_interface__': {}})",
+        "class A:\n    pass\na = A()\nvars(a)['__array_interface__'] = {}\nimport numpy as np\nnp.asarray(a)",
+        "import functools\nclass A:\n    pass\nfunctools.update_wrapper(A(), print, assigned=('__array_interface__',))",
+    ]:
+        try:
+            ns = run_cell(source)
+        except policy.PolicyError:
+            continue
+        assert "__array_interface__" not in vars(ns["a"]), source  # (vars() returned a copy: nothing planted)
+
+
+def test_rc_params_from_file_does_not_print_a_file(outside, capsys) -> None:
+    """matplotlib.rc_params_from_file printed every line of any file it could not parse (the file's contents)."""
+    refused(f"import matplotlib\np = matplotlib.rc_params_from_file({str(outside['secret'])!r}, "
+            "use_default_template=False)")
+    _nothing_happened(outside, capsys)
+
+
+@pytest.mark.parametrize("source", [
+    "import matplotlib\nmatplotlib.rc_file({secret!r})",
+    "import matplotlib.pyplot as plt\nwith plt.rc_context(fname={secret!r}):\n    pass",
+    "import matplotlib.pyplot as plt\nplt.style.use({secret!r})",
+    "import matplotlib.pyplot as plt\nplt.imread({secret!r})",
+    "import matplotlib.pyplot as plt\nf = plt.rc_params_from_file",
+])
+def test_matplotlib_reads_no_file(source: str, outside, capsys) -> None:
+    refused(source.format(secret=str(outside["secret"])))
+    _nothing_happened(outside, capsys)
+
+
+@pytest.mark.parametrize("source", [
+    "import matplotlib.pyplot as plt\nplt.switch_backend('module://i29_victim')",
+    "import matplotlib\nmatplotlib.use('module://i29_victim')",
+    "import matplotlib.pyplot as plt\nplt.rcParams['backend'] = 'module://i29_victim'\nplt.figure()",
+    "import matplotlib.pyplot as plt\nplt.rcParams.update({'backend': 'module://i29_victim'})\nplt.figure()",
+    "import matplotlib\nmatplotlib.rcParams['figure.hooks'] = ['i29_victim:hook']\nimport matplotlib.pyplot as plt\n"
+    "plt.figure()",
+    "import matplotlib.pyplot as plt\nwith plt.rc_context({'figure.hooks': ['i29_victim:hook']}):\n    plt.figure()",
+    "import matplotlib.pyplot as plt\nplt.rc('figure', hooks=['i29_victim:hook'])\nplt.figure()",
+    "import matplotlib.pyplot as plt\nfrom matplotlib.pyplot import switch_backend",
+    "import matplotlib.pyplot as plt\nplt.get_current_fig_manager()",
+])
+def test_matplotlib_imports_no_module(source: str, outside, capsys) -> None:
+    """plt.switch_backend("module://x") imported any installed module (a backend, and rcParams' figure.hooks, name
+    modules)."""
+    import matplotlib
+
+    backend, hooks = matplotlib.rcParams["backend"], matplotlib.rcParams["figure.hooks"]
+    try:
+        refused(source)
+        _nothing_happened(outside, capsys)
+    finally:
+        matplotlib.rcParams["figure.hooks"] = hooks
+        matplotlib.rcParams["backend"] = backend
+
+
+@pytest.mark.parametrize("source", [
+    "plt.savefig({marker!r})",
+    "plt.gcf().savefig({marker!r})",
+    "fig.savefig({marker!r})",
+    "fig.canvas.print_png({marker!r})",
+    "ax.figure.canvas.print_figure({marker!r})",
+    "ax.imshow(np.zeros((2, 2))).write_png({marker!r})",
+    "plt.imsave({marker!r}, np.zeros((2, 2)))",
+    "class F(type(fig)):\n    pass",
+    "fig.canvas = None",
+    "fig.set(canvas=None)",
+])
+def test_matplotlib_writes_no_file(source: str, outside, capsys) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    refused("import matplotlib.pyplot as plt, numpy as np\nfig, ax = plt.subplots()\n"
+            + source.format(marker=str(outside["marker"])))
+    _nothing_happened(outside, capsys)
+
+
+@pytest.mark.parametrize("source", [
+    "dot.render({marker!r})",
+    "dot.save({marker!r})",
+    "dot.pipe(format='svg')",
+    "dot.view()",
+    "dot.filename = {marker!r}",
+    "dot.directory = {dir!r}",
+    "class D(type(dot)):\n    def __init__(self):\n        super().__init__(filename={marker!r})\n"
+    "    def go(self):\n        super().save()\nD().go()",
+    "graphviz = type(dot)\ngraphviz(filename={marker!r}).save()",
+])
+def test_graphviz_writes_no_file(source: str, outside, capsys) -> None:
+    """A graphviz.Digraph subclass (or a plain Digraph's render/save/pipe) wrote any file and ran programs."""
+    refused("import torch, torchviz\nx = torch.ones(1, requires_grad=True)\ndot = torchviz.make_dot(x * 2)\n"
+            + source.format(marker=str(outside["marker"]), dir=str(outside["dir"])))
+    _nothing_happened(outside, capsys)
+
+
+GADGET_HONEST_USES = {
+    "copy and deepcopy of the notebook's objects, tensors and modules": """
+        import copy, torch
+        class Config:
+            def __init__(self):
+                self.sizes = [1, 2]
+        c = copy.deepcopy(Config())
+        net = copy.deepcopy(torch.nn.Linear(2, 1))
+        assert c.sizes == [1, 2] and copy.copy(c).sizes is c.sizes and net.weight.shape == (1, 2)
+        class Step:
+            def __call__(self, x):
+                return x
+        import functools
+        step = functools.wraps(print)(Step())   # (__wrapped__, __doc__ ... on the instance: copy reads none of them)
+        assert copy.deepcopy(step)(2) == 2
+        try:
+            copy.deepcopy(lambda: 1)
+        except copy.Error:
+            pass
+    """,
+    "a ParameterDict with plain and underscore keys, its | and copy": """
+        import torch
+        pd = torch.nn.ParameterDict({"w": torch.nn.Parameter(torch.ones(1)), "_b": 1})
+        pd2 = pd | {"x": torch.ones(2)}
+        pd2 |= {"y": 2}
+        assert isinstance(pd2, torch.nn.ParameterDict) and set(pd2.keys()) == {"w", "_b", "x", "y"}
+        assert pd.copy()["w"].shape == (1,) and list(pd.fromkeys(["a"], 0).keys()) == ["a"]
+        assert sum(p.numel() for p in pd2.parameters()) == 3
+    """,
+    "numpy.ndarray as a type, frombuffer over bytes": """
+        import numpy as np
+        a = np.zeros(3)
+        assert isinstance(a, np.ndarray) and issubclass(type(a), np.ndarray) and type(a) is np.ndarray
+        assert isinstance(a, (np.ndarray, list)) and not isinstance([1], np.ndarray)
+        assert np.ndarray.__name__ == "ndarray" and np.ndarray.sum(a) == 0
+        b = np.frombuffer(b"\\x01\\x02", dtype=np.uint8)
+        assert b.tolist() == [1, 2] and a.tobytes() == bytes(24) and a.astype(object).dtype == object
+        a.shape = (3, 1)
+        def f(x: np.ndarray) -> np.ndarray:
+            return x
+        match a:
+            case np.ndarray():
+                pass
+    """,
+    "plots: pyplot, a figure's colorbar, rcParams, matplotlib.use": """
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import numpy as np
+        plt.rcParams["figure.figsize"] = (6, 3)
+        plt.rcParams.update({"font.size": 9, "axes.grid": True})
+        assert plt.rcParams["font.size"] == 9 and "lines.linewidth" in plt.rcParams
+        figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+        left.plot([1, 2], label="a")
+        left.set_xlabel("step")
+        left.legend(loc="upper right")
+        contour = right.contourf(np.zeros((3, 3)) + np.arange(3), levels=5, cmap="viridis")
+        right.scatter([0, 1], [1, 0], s=8, c="red", label="fake")
+        figure.colorbar(contour, ax=right)
+        figure.suptitle("x")
+        plt.figure()
+        plt.plot([1, 2, 3])
+        plt.xlabel("x")
+        plt.ylabel("y")
+        plt.title("t")
+        plt.axhline(0)
+        plt.grid(True)
+        plt.hist([1, 2, 2])
+        plt.imshow(np.eye(2))
+        plt.colorbar()
+        plt.tight_layout()
+        plt.show()
+        plt.close("all")
+    """,
+    "a torchviz graph's source": """
+        import torch, torchviz
+        x = torch.ones(1, requires_grad=True)
+        dot = torchviz.make_dot(x * 2, params={"x": x})
+        assert "digraph" in dot.source and dot.format in ("pdf", "svg", "png")
+        dot.attr(rankdir="LR")
+        dot
+    """,
+}
+
+
+@pytest.mark.parametrize("name", list(GADGET_HONEST_USES))
+def test_honest_uses_of_the_narrowed_libraries_still_run(name: str, capsys) -> None:
+    run_cell(GADGET_HONEST_USES[name])
+
+
+@pytest.mark.parametrize("source", [
+    "import warnings\nprint(warnings.formatwarning('m', UserWarning, {secret!r}, 1))",
+    "import warnings\nwarnings.warn_explicit('m', UserWarning, {secret!r}, 1)",
+    "import warnings\nwarnings.showwarning('m', UserWarning, {secret!r}, 1)",
+    "from IPython.display import HTML, display\ndisplay(HTML(filename={secret!r}))",
+    "from IPython.display import Latex, display\ndisplay(Latex(url='file://' + {secret!r}))",
+    "help(obj)",
+    "help(type(obj))",
+    "from grader import checks\nhelp(checks)",
+])
+def test_other_readers_read_no_file_and_nothing_of_the_graders(source: str, outside, capsys) -> None:
+    """warnings print the line a file name and line number of the caller's choosing name (linecache reads any file);
+    IPython.display's text objects read the file a text names; help() printed the data of the grader's classes."""
+    class Grader:
+        secret = SECRET
+    Grader.__module__ = "grader.sandboxed.child"
+    ns = {"__name__": "__main__", "obj": Grader()}
+    policy.Runtime(ns).install()
+    refused(source.format(secret=str(outside["secret"])), ns)
+    _nothing_happened(outside, capsys)
+
+
+@pytest.mark.parametrize("source", [
+    "import logging\nlogging.basicConfig(filename={marker!r}, force=True)\nlogging.warning('x')",
+    "import torch\ntorch.save(torch.ones(1), {marker!r})",
+    "import numpy as np\nnp.zeros(1).dump({marker!r})",
+    "import matplotlib.pyplot as plt\nplt.setp(plt.gcf(), canvas=None)",
+    "import contextlib\nwith contextlib.chdir({dir!r}):\n    pass",
+])
+def test_other_writers_write_no_file(source: str, outside, capsys) -> None:
+    import logging
+
+    handlers = list(logging.getLogger().handlers)
+    try:
+        refused(source.format(marker=str(outside["marker"]), dir=str(outside["dir"])))
+        _nothing_happened(outside, capsys)
+    finally:
+        for handler in logging.getLogger().handlers[:]:
+            if handler not in handlers:
+                logging.getLogger().removeHandler(handler)
+                handler.close()
+
+
+def test_a_display_text_naming_a_file_is_the_text(outside) -> None:
+    """IPython's Markdown("path") read the file when the text named one; graded code's shows the text."""
+    ns = run_cell(f"from IPython.display import Markdown\nm = Markdown({str(outside['secret'])!r})")
+    assert ns["m"].data == str(outside["secret"])
+
+
+def test_honest_display_warnings_and_help_still_run(capsys) -> None:
+    run_cell("""
+        import warnings, torch
+        from IPython.display import display, Markdown, HTML, Math
+        display(Markdown("**bold**"), HTML("<b>x</b>"), Math("x^2"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            warnings.warn("quiet")
+        help(torch.autograd.Function)
+        help(torch.exp)
+    """)
+
+
+def test_stand_ins_reach_modules_an_instructors_cell_imported_after_the_runtime() -> None:
+    """The stand-ins are made for the modules loaded when a cell imports; a module an instructor's cell (run as it
+    is) imported later is read through its stand-ins all the same."""
+    import sys
+
+    import matplotlib
+
+    ns = {"__name__": "__main__"}
+    runtime = policy.Runtime(ns)
+    saved = {name: sys.modules.pop(name) for name in ("matplotlib",)}
+    try:
+        runtime.install()
+    finally:
+        sys.modules.update(saved)
+    ns["matplotlib"] = matplotlib
+    refused("matplotlib.rcParams['backend'] = 'module://i29_victim'", ns)
+
+
+def test_parameter_dict_keys_do_not_become_dunder_attributes(outside, capsys) -> None:
+    """torch.nn.ParameterDict sets each key as an attribute (a value that is not a tensor kept as it is):
+    pd["__array_interface__"] = {...} made numpy.asarray(pd) read any address."""
+    for source in [
+        'pd = torch.nn.ParameterDict()\npd["__array_interface__"] = interface',
+        'pd = torch.nn.ParameterDict({"__array_interface__": interface})',
+        'pd = torch.nn.ParameterDict()\npd.update({"__array_interface__": interface})',
+        'pd = torch.nn.ParameterDict() | {"__array_interface__": interface}',
+        'pd = torch.nn.ParameterDict()\npd |= {"__array_interface__": interface}',
+        'pd = torch.nn.ParameterDict().fromkeys(["__array_interface__"], interface)',
+        'pd = torch.nn.ParameterDict()\npd.setdefault("__array_interface__", interface)',
+        'class P(torch.nn.ParameterDict):\n    pass\npd = P({"__array_interface__": interface})',
+        'class S(str):\n    def startswith(self, *a):\n        return False\n    def endswith(self, *a):\n'
+        '        return False\npd = torch.nn.ParameterDict({S("__array_interface__"): interface})',
+    ]:
+        refused("import torch, numpy as np\n" + RAW_READ.format(secret=SECRET) + source
+                + "\nprint(bytes(np.asarray(pd)))")
+    _nothing_happened(outside, capsys)
+
+
+THIEF = """
+import copy, functools, torch, numpy as np
+from typing import NamedTuple
+got = []
+class Thief(torch.nn.Module):
+    def forward(self, memo):
+        got.append(memo)
+        return self
+class Pair(NamedTuple):
+    a: object
+    b: int
+m = torch.nn.Module()
+m.add_module("__deepcopy__", Thief())
+t = torch.ones(1)
+t.note = m
+objects = np.empty(1, dtype=object)
+objects[0] = m
+"""
+
+
+@pytest.mark.parametrize("copied", ["m", "[m]", "{'k': (m,)}", "Pair(m, 1)", "iter([m])", "t", "objects",
+                                    "functools.partial(print, m)", "torch.nn.Sequential(m)"])
+def test_a_registry_name_does_not_make_deepcopy_hand_out_its_memo(copied: str) -> None:
+    """nn.Module's __getattr__ answers the names of its registries: module.add_module("__deepcopy__", thief) made
+    deepcopy call the notebook's module with its memo (the originals' real dicts), wherever the module sat."""
+    ns = run_cell(THIEF)
+    refused(f"copied = copy.deepcopy({copied})", ns)
+    assert ns["got"] == []
+
+
+def test_a_registry_name_and_a_shallow_copy() -> None:
+    ns = run_cell(THIEF.replace('"__deepcopy__"', '"__copy__"') + "m.add_module('__getnewargs_ex__', Thief())\n")
+    refused("copied = copy.copy(m)", ns)
+    assert ns["got"] == []
+
+
+def test_a_str_subclass_does_not_pass_for_a_plain_name() -> None:
+    """A keyword or key named by a str subclass whose startswith says no: the rule of names reads the string."""
+    refused("""
+        import time
+        class S(str):
+            def startswith(self, *a):
+                return False
+            def endswith(self, *a):
+                return False
+        SN = type(time.get_clock_info("time"))
+        ns = SN(**{S("__array_interface__"): 1})
+    """)
+    refused("""
+        class S(str):
+            def startswith(self, *a):
+                return False
+        d = dict(**{S("__array_interface__"): 1})
+    """)

@@ -35,19 +35,26 @@ MODULES = frozenset({
 MODULE_REFUSED: dict[str, frozenset[str]] = {
     "torch": frozenset({"ops", "library", "classes", "hub", "jit", "load", "compile", "export", "fx", "package",
                         "multiprocessing", "distributed", "utils", "overrides", "from_file", "backends",
-                        "mps", "xpu", "onnx", "profiler", "serialization",
+                        "mps", "xpu", "onnx", "profiler", "serialization", "save",
                         "UntypedStorage", "TypedStorage"}),
     "torch.autograd": frozenset({"profiler"}),
     "torch.autograd.graph": frozenset({"register_multi_grad_hook", "allow_mutation_on_saved_tensors",
                                        "disable_saved_tensors_hooks"}),
     "numpy": frozenset({"ctypeslib", "lib", "memmap", "fromfile", "load", "save", "savez", "savez_compressed",
                         "loadtxt", "savetxt", "genfromtxt", "fromregex", "f2py", "distutils", "core",
-                        "show_config", "DataSource"}),
+                        "show_config", "DataSource",
+                        # an array over memory of the caller's choosing (buf=): numpy.ndarray itself is a stand-in
+                        "recarray", "fromstring"}),
     "typing": frozenset({"get_type_hints", "ForwardRef", "get_overloads"}),  # they eval strings
     "functools": frozenset({"singledispatch", "singledispatchmethod"}),  # register() evals string annotations
     "dataclasses": frozenset({"make_dataclass"}),  # its namespace= would define any special method
     "weakref": frozenset({"finalize"}),
+    "contextlib": frozenset({"chdir"}),  # the process's working directory (the grader's relative paths) changed
     "copy": frozenset({"dispatch_table"}),  # copyreg's: a reducer's state makes copy setattr any name on any object
+    # refused as objects wherever a cell finds them (they are also outside matplotlib's allow-lists below): files
+    # read and printed, files written, any module imported ("module://x", rcParams' "figure.hooks")
+    "matplotlib": frozenset({"rc_params_from_file", "rc_file", "rc_context", "rc"}),
+    "matplotlib.pyplot": frozenset({"switch_backend", "savefig", "imsave", "imread", "rc_context", "rc", "figimage"}),
     "numpy.testing": frozenset({"measure", "runstring", "rundocs", "decorate_methods"}),  # exec strings, setattr
 }
 # The grader's modules a notebook's cells use (the self-checks students may call again in their own cells, the
@@ -66,6 +73,32 @@ MODULE_ALLOWED_ONLY: dict[str, frozenset[str]] = {
     # rich output; no Image/Video/FileLink (they read files) and no Javascript
     "IPython.display": frozenset({"display", "Markdown", "Math", "Latex", "HTML", "clear_output"}),
     "torch.amp": frozenset({"custom_fwd", "custom_bwd", "autocast"}),
+    # copy(x) and deepcopy(x), handed out as Runtime's stand-ins: no memo (its keep-alive list hands back the real
+    # __dict__ of what was copied), and refused for an object whose reduction is not its library type's own
+    "copy": frozenset({"copy", "deepcopy", "Error"}),
+    # warnings without formatwarning, showwarning and warn_explicit (a file name and line of the caller's choosing:
+    # linecache reads that line of any file and the warning prints it)
+    "warnings": frozenset({"warn", "simplefilter", "filterwarnings", "catch_warnings", "resetwarnings"}),
+    # matplotlib: the plotting the course (and everyday plotting) uses. Not: rc_params_from_file, rc_file, style
+    # (they read files and print them), switch_backend and a "module://" backend (they import any module), savefig,
+    # imsave, imread (files), rc/rc_context (any rcParams key, among them "backend" and "figure.hooks", which import
+    # modules by name); rcParams is handed out as a stand-in that sets plotting keys only (Runtime's stand-ins)
+    "matplotlib": frozenset({"use", "pyplot", "ticker", "colors", "cm", "patches", "lines", "gridspec", "rcParams",
+                             "colormaps", "get_backend", "__version__"}),
+    "matplotlib.pyplot": frozenset({
+        "figure", "subplots", "subplot", "subplot2grid", "subplot_mosaic", "axes", "gca", "gcf", "sca", "cla", "clf",
+        "close", "show", "draw", "pause", "ion", "ioff", "isinteractive", "get_fignums", "fignum_exists",
+        "plot", "scatter", "bar", "barh", "hist", "hist2d", "stairs", "step", "stem", "errorbar", "fill",
+        "fill_between", "fill_betweenx", "boxplot", "violinplot", "pie", "loglog", "semilogx", "semilogy", "polar",
+        "imshow", "matshow", "pcolor", "pcolormesh", "contour", "contourf", "clabel", "quiver", "streamplot",
+        "hexbin", "stackplot", "eventplot", "ecdf", "axline", "axhline", "axvline", "axhspan", "axvspan", "hlines",
+        "vlines", "annotate", "arrow", "text", "figtext", "title", "suptitle", "xlabel", "ylabel", "xlim", "ylim",
+        "xscale", "yscale", "xticks", "yticks", "tick_params", "ticklabel_format", "locator_params", "minorticks_on",
+        "minorticks_off", "grid", "legend", "figlegend", "colorbar", "clim", "set_cmap", "get_cmap", "colormaps",
+        "axis", "margins", "autoscale", "tight_layout", "subplots_adjust", "twinx", "twiny", "table", "xkcd",
+        "figaspect", "rcParams", "cm", "Normalize", "MultipleLocator", "MaxNLocator", "FuncFormatter",
+        "FormatStrFormatter", "ScalarFormatter", "LogLocator", "Line2D", "Rectangle", "Circle", "Polygon", "Arrow",
+        "Text", "Figure", "Axes", "get_backend"}),  # (no setp/getp: they set and get by name)
     # no attrgetter, methodcaller, getitem, setitem, delitem or in-place operators: they read or write attributes and
     # items past the policy's guards (itemgetter is handed out guarded: Runtime's stand-ins)
     "operator": frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos", "abs", "matmul",
@@ -81,10 +114,40 @@ MODULE_ALLOWED_ONLY: dict[str, frozenset[str]] = {
 TYPE_ALLOWED_ONLY: dict[str, frozenset[str]] = {
     "logging.Logger": frozenset({"debug", "info", "warning", "error", "critical", "exception", "log", "setLevel",
                                  "isEnabledFor", "getEffectiveLevel", "name", "level"}),
+    # a figure: its plotting and layout, never savefig (any file), canvas (print_png ...) or a canvas of its choosing
+    "matplotlib.figure.Figure": frozenset({
+        "add_subplot", "add_axes", "subplots", "subplot_mosaic", "add_gridspec", "subfigures", "colorbar",
+        "suptitle", "supxlabel", "supylabel", "legend", "text", "tight_layout", "subplots_adjust", "set_size_inches",
+        "get_size_inches", "set_figwidth", "set_figheight", "get_figwidth", "get_figheight", "set_dpi", "get_dpi",
+        "dpi", "axes", "get_axes", "gca", "sca", "delaxes", "clf", "clear", "show", "number", "set_facecolor",
+        "get_facecolor", "patch", "align_labels", "align_xlabels", "align_ylabels", "autofmt_xdate", "set_layout_engine",
+        "get_layout_engine", "set_tight_layout", "set_constrained_layout", "get_children", "artists", "lines",
+        "patches", "texts", "images", "legends", "figure", "get_label", "set_label"}),  # (no set(): a setter by name)
+    "matplotlib.figure.SubFigure": frozenset({
+        "add_subplot", "add_axes", "subplots", "subplot_mosaic", "add_gridspec", "subfigures", "colorbar",
+        "suptitle", "supxlabel", "supylabel", "legend", "text", "subplots_adjust", "axes", "get_axes", "gca", "sca",
+        "delaxes", "clf", "clear", "set_facecolor", "get_facecolor", "patch", "align_labels", "get_children"}),
+    "matplotlib.backend_bases.FigureCanvasBase": frozenset({"draw", "draw_idle", "get_width_height"}),
+    "matplotlib.backend_bases.FigureManagerBase": frozenset({"set_window_title", "get_window_title"}),
+    # an image on axes: not write_png (any file)
+    "matplotlib.image._ImageBase": frozenset({
+        "set_data", "get_array", "set_array", "set_cmap", "get_cmap", "set_clim", "get_clim", "set_norm", "norm",
+        "cmap", "set_alpha", "set_interpolation", "get_extent", "set_extent", "axes", "figure", "remove",
+        "set_label", "get_label", "colorbar", "set_visible", "get_visible", "set_zorder", "autoscale",
+        "changed"}),
+    # a graph drawn by torchviz: its source and attributes, never render/save/pipe/view (files, programs) or a
+    # filename/directory of its choosing (TYPE_ALLOWED_ONLY objects are never written, their types never subclassed)
+    **{f"graphviz.graphs.{kind}": frozenset({
+        "node", "edge", "edges", "attr", "subgraph", "source", "body", "graph_attr", "node_attr", "edge_attr", "name",
+        "comment", "engine", "format", "strict", "directed", "unflatten"}) for kind in ("Digraph", "Graph")},
+    "graphviz.sources.Source": frozenset({"source"}),
     "tqdm.std.tqdm": frozenset({"update", "set_description", "set_description_str", "set_postfix", "set_postfix_str",
                                 "close", "refresh", "reset", "clear", "write", "n", "total", "desc"}),
 }
 TYPE_ALLOWED_ONLY_ROOTS = frozenset(name.split(".")[0] for name in TYPE_ALLOWED_ONLY)
+# Libraries whose other types (not in TYPE_ALLOWED_ONLY) may be read through no name at all; matplotlib's other
+# types (axes, lines, ticks ...) are read as any library object is.
+TYPE_ALLOWED_ONLY_STRICT_ROOTS = frozenset({"logging", "tqdm", "graphviz"})
 # Names refused on any object that is not the notebook's own: hooks that outlive a call, raw memory, pickling.
 REFUSED_EVERYWHERE = frozenset({
     "ctypes", "ctypeslib", "tofile", "from_file", "data_ptr", "untyped_storage", "storage", "share_memory_",
@@ -96,6 +159,22 @@ REFUSED_EVERYWHERE = frozenset({
     "register_vmap", "register_autograd", "register_fake", "register_kernel", "register_torch_dispatch",
     "mro", "f_back", "cell_contents", *INSPECT_ATTRIBUTES,
 })
+# Names refused on objects of one library type (by its module and qualified name, subclasses included):
+# an array's memoryview of its raw memory (an object array's pointers, as numbers to write)
+TYPE_REFUSED: dict[str, frozenset[str]] = {"numpy.ndarray": frozenset({"data", "dump"})}  # (dump: a pickle file)
+TYPE_REFUSED_NAMES = frozenset().union(*TYPE_REFUSED.values())
+# Attributes of these library types a graded cell may not set (the array's memory seen through another type)
+TYPE_NOT_WRITTEN: dict[str, frozenset[str]] = {"numpy.ndarray": frozenset({"dtype", "strides", "data", "base"})}
+# rcParams keys a graded cell may set (matplotlib.rcParams is handed out as a stand-in): plotting groups, but not
+# "figure.hooks" (modules imported by name), "text.usetex" and "text.latex.preamble" (latex run on the text),
+# "savefig.directory"; and no "backend" (any module imported), animation, webagg, pgf or keymap keys
+RC_GROUPS_ALLOWED = frozenset({"figure", "font", "axes", "lines", "legend", "xtick", "ytick", "grid", "image", "patch",
+                               "hatch", "boxplot", "errorbar", "scatter", "hist", "contour", "polaraxes", "date",
+                               "mathtext", "text", "savefig", "markers", "pcolor", "pcolormesh", "xaxis", "yaxis",
+                               "axes3d", "patch", "boxplot", "ytick"})
+RC_KEYS_REFUSED = frozenset({"figure.hooks", "text.usetex", "text.latex.preamble", "savefig.directory"})
+# matplotlib.use: the non-interactive backends (a "module://x" name imports any module)
+BACKENDS_ALLOWED = frozenset({"agg", "svg", "pdf", "ps", "cairo", "template", "module://matplotlib_inline.backend_inline"})
 # Dunder names a graded cell may read as attributes, and the special methods its classes may define.
 DUNDER_ATTRIBUTES = frozenset({"__init__", "__name__", "__qualname__", "__doc__", "__version__"})
 SPECIAL_METHODS = frozenset({
@@ -175,13 +254,20 @@ def _allowed_below(prefix: str) -> bool:
     return any(m.startswith(prefix + ".") for m in MODULES)
 
 
+def _refused_instead(what: str, instead: str) -> PolicyError:
+    """A refusal that says what to write instead."""
+    return PolicyError(f"{what} is not available in graded code: {instead}")
+
+
 def _refused(what: str) -> PolicyError:
     return PolicyError(f"{what} is not available in graded code")
 
 
 def _private(name: str) -> bool:
     """RestrictedPython's helpers and dunders look like ``_x_``; ``_``, ``_helper`` and ``_x1`` are the student's."""
-    return name.startswith("_") and name != "_" and (name.endswith("_") or name.startswith("__"))
+    # (str's own methods: a str subclass's startswith would say what its author wants)
+    return str.startswith(name, "_") and str.__ne__(name, "_") and (str.endswith(name, "_")
+                                                                     or str.startswith(name, "__"))
 
 
 _BUILTIN_NAMES = frozenset(vars(builtins)) | {"get_ipython", "display"}
