@@ -271,3 +271,10 @@ def _private(name: str) -> bool:
 
 
 _BUILTIN_NAMES = frozenset(vars(builtins)) | {"get_ipython", "display"}
+
+
+def _kind(obj: Any) -> str:
+    if type(obj) is types.ModuleType:
+        return f"the module {obj.__name__}"
+    t = type(obj)
+    return f"a {getattr(t, '__module__', '?')}.{getattr(t, '__qualname__', t.__name__)} object"
