@@ -79,6 +79,8 @@ def _why(why: str) -> str:
     more = MORE.search(why)
     if more:
         return _why(why[:more.start()]) + say("policy_and_more", count=more["count"])
+    if why.startswith(": "):  # _refused_instead's own sentence of what to write (English: the construct's words)
+        return say("policy_colon_instead", instead=why[2:])
     plain = why.strip()
     if plain.startswith("(%time"):  # the magics that work: said by the sentence of what to write instead
         return ""

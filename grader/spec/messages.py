@@ -973,6 +973,7 @@ PIECES: dict[str, Message] = {
     "policy_why_frames": Message(" (frames and code objects)", ""),
     "policy_line": Message("line {line}: ", ""),
     "policy_and_more": Message(" (and {count} more)", ""),
+    "policy_colon_instead": Message(": {instead}", ""),
     "policy_in_cell": Message(" (in the cell that defines {name}; autograding runs the cells you wrote under the "
                               "course's policy)", ""),
     "policy_what_import": Message("import {name}: the module {module}", ""),

@@ -270,6 +270,7 @@ TABLE: dict[str, tuple[str, str]] = {
     'policy_why_frames': ('（帧和代码对象）', ''),
     'policy_line': ('第 {line} 行：', ''),
     'policy_and_more': ('（另有 {count} 处）', ''),
+    'policy_colon_instead': ('（改法：{instead}）', ''),
     'policy_in_cell': ('（在定义 {name} 的单元格中；自动评分时，你写的单元格按课程的规则运行）', ''),
     'policy_what_import': ('import {name}（模块 {module}）', ''),
     'policy_what_module': ('模块 {module}', ''),
