@@ -175,7 +175,8 @@ def _mark_playground(cells: list[Cell], answers: list[bool], saved: list[Any]) -
 
     student = [c.restricted and not c.graded and not answers[k] and c.index >= 0 for k, c in enumerate(cells)]
     roots = [k for k in range(len(cells)) if not student[k]]
-    for k in playground.playground([c.source for c in cells], student, roots):
+    checks_at = max((k for k, c in enumerate(cells) if c.graded), default=len(cells))
+    for k in playground.playground([c.source for c in cells], student, roots, checks_at):
         cells[k].playground = True
         cells[k].saved = saved[k] if isinstance(saved[k], list) else []
 

@@ -75,11 +75,81 @@ def _instructors(source: str) -> bool:
     return source in instructor_sources() or source.rstrip("\n") in instructor_sources()
 
 
-def refusals(source: str) -> list[tuple[int | None, str]]:
-    """The policy's objections to a cell as the student wrote it (IPython's magics as IPython runs them)."""
+def refusals(source: str, own: frozenset[str] = frozenset()) -> list[tuple[int | None, str]]:
+    """The policy's objections to a cell as the student wrote it (IPython's magics as IPython runs them): those of
+    its compile time, then what its run time refuses by name wherever the cell names it (``runtime_refusals``)."""
     from grader.sandboxed import policy
 
-    return policy.check(playground._python(source) or source)
+    text = playground._python(source) or source
+    return policy.check(text) or runtime_refusals(text, own)
+
+
+def _stops_what_follows(source: str, line: int | None) -> bool:
+    """Whether a run-time refusal at ``line`` costs what the cell defines: inside a function or a class (it runs when
+    the code under test is called), or at the top level before a statement that binds a name (the cell stops there:
+    what follows is never defined). A refused exploration after the definitions costs nothing, as in grading."""
+    import ast
+
+    text = playground._python(source)
+    if text is None or line is None:
+        return True
+    body = ast.parse(text).body
+    for k, node in enumerate(body):
+        if node.lineno <= line <= (node.end_lineno or node.lineno):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return True
+            return any(playground.names(ast.get_source_segment(text, later) or "").binds for later in body[k + 1:])
+    return True
+
+
+def runtime_refusals(text: str, own: frozenset[str] = frozenset()) -> list[tuple[int | None, str]]:
+    """What the policy's run time refuses by its name alone, read from the cell's text: an attribute it refuses on
+    any object not the notebook's own (``x.register_hook``; ``own``: method names the notebook's classes define,
+    not refused), and a name of a module the cell imports that the module's entry refuses or does not allow
+    (``sys.modules``, ``torch.jit``). The rest (a name built at run time) is refused when the code runs."""
+    import ast
+
+    from grader.sandboxed.policy_rules import MODULE_ALLOWED_ONLY, MODULE_REFUSED, REFUSED_EVERYWHERE, _refused
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    modules: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    modules[alias.asname] = alias.name
+                else:
+                    modules[alias.name.split(".")[0]] = alias.name.split(".")[0]
+    found: list[tuple[int | None, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        if node.attr in REFUSED_EVERYWHERE and node.attr not in own:
+            found.append((node.lineno, str(_refused(f'".{node.attr}"'))))
+        elif isinstance(node.value, ast.Name) and node.value.id in modules:
+            module = modules[node.value.id]
+            allowed = MODULE_ALLOWED_ONLY.get(module)
+            if node.attr in MODULE_REFUSED.get(module, ()) or (allowed is not None and node.attr not in allowed):
+                found.append((node.lineno, str(_refused(f"{module}.{node.attr}"))))
+    return sorted(found, key=lambda item: item[0] or 0)
+
+
+def _own_methods(sources: Iterable[str]) -> frozenset[str]:
+    """The method names the classes of ``sources`` define (a notebook's own ``register_hook`` is its own)."""
+    import ast
+
+    found: set[str] = set()
+    for source in sources:
+        text = playground._python(source)
+        if text is None:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                found.update(item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return frozenset(found)
 
 
 def _before_cell(info: Any = None) -> None:
@@ -87,7 +157,7 @@ def _before_cell(info: Any = None) -> None:
     if not isinstance(source, str) or not source.strip() or _instructors(source):
         return
     try:
-        found = refusals(source)
+        found = refusals(source, _own_methods([source]))
     except Exception:  # noqa: BLE001 (the hook never stops a cell)
         return
     if found:
@@ -151,10 +221,16 @@ def refuse_in_self_check(*objects: Any) -> None:
     for obj in objects:
         for filename in policy._cell_files(obj):
             roots.append("".join(linecache.getlines(filename)))
-    for source in dependencies(roots, history, playground.grader_reads()):
+    needed = dependencies(roots, history, playground.grader_reads())
+    own = _own_methods(needed)
+    for source in needed:
         if _instructors(source):
             continue
-        found = refusals(source)
+        from grader.sandboxed.policy_compile import check as compile_check
+
+        found = compile_check(playground._python(source) or source) or [
+            (line, what) for line, what in runtime_refusals(playground._python(source) or source, own)
+            if _stops_what_follows(source, line)]
         if found:
             line, what = found[0]
             first = next((text.strip() for text in source.splitlines() if text.strip()), "")

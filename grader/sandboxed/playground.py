@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -61,6 +62,19 @@ def _python(source: str) -> str | None:
 
 
 _MAGIC_CALLS = {"run_line_magic", "run_cell_magic"}
+# Methods whose call in a statement of its own changes nothing the notebook names (every other one may change the
+# object it is called on: torch.manual_seed(0), w.grad.zero_(), lst.append(x))
+_READ_ONLY_CALLS = _MAGIC_CALLS | {"apply", "show", "plot", "scatter", "imshow", "hist", "title", "xlabel", "ylabel",
+                                   "legend", "grid", "figure", "subplots", "tight_layout", "savefig", "display"}
+# Magics that run the Python they are given (anything else IPython would run is not the cell's Python: e.g. a shell
+# command); an unknown one's is read as code too, when it parses.
+_CODE_MAGICS = {"time", "timeit", "prun"}  # they run the Python they are given (and %%capture its cell's)
+# Magics that bind no name of the notebook's and run none of its Python (any other one: it may bind anything)
+_INERT_MAGICS = {"matplotlib", "who", "whos", "pwd", "ls", "env", "pip", "conda", "html", "HTML", "markdown", "latex",
+                 "javascript", "js", "svg", "bash", "sh", "script", "writefile", "config", "precision", "pprint",
+                 "xmode", "page", "pinfo", "pinfo2", "psearch", "pdoc", "pdef", "psource", "pfile", "history",
+                 "lsmagic", "magic", "quickref"}
+_MAGIC_OPTIONS = re.compile(r"^(?:\s*-[A-Za-z]+(?:\s*\d+)?(?=\s))*")  # %timeit -n 10 -r 3 ...
 
 
 def _collect(source: str, binds: set[str], reads: set[str]) -> bool:
@@ -93,10 +107,20 @@ def _collect(source: str, binds: set[str], reads: set[str]) -> bool:
         elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
             binds.add(node.target.id)  # (it may leak out of a comprehension at the top level: counted, to be safe)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MAGIC_CALLS:
-            for arg in node.args[1:]:  # %time y = f(x): the code the magic runs
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.strip():
-                    if not _collect(arg.value, binds, reads):
-                        binds.add(EVERYTHING)
+            magic = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
+            args = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None for a in node.args[1:]]
+            if magic in _INERT_MAGICS:  # %matplotlib inline, %%html ...
+                continue
+            if magic == "capture" and len(args) == 2 and args[0] is not None:  # %%capture [options] [name]
+                binds.update(w for w in args[0].split() if w.isidentifier())
+                args = args[1:]
+            elif magic not in _CODE_MAGICS or None in args:
+                binds.add(EVERYTHING)
+                continue
+            for k, code in enumerate(args):  # %time y = f(x), %timeit -n 10 f(x): the code the magic runs
+                code = _MAGIC_OPTIONS.sub("", code or "") if k == 0 else (code or "")
+                if code.strip() and not _collect(code, binds, reads):
+                    binds.add(EVERYTHING)
     for node in _top_level(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if any(alias.name == "*" for alias in node.names):
@@ -110,8 +134,9 @@ def _collect(source: str, binds: set[str], reads: set[str]) -> bool:
                 if item.optional_vars is not None:
                     binds.update(_roots(item.optional_vars))
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
-                and isinstance(node.value.func, ast.Attribute) and node.value.func.attr not in _MAGIC_CALLS:
+                and isinstance(node.value.func, ast.Attribute) and node.value.func.attr not in _READ_ONLY_CALLS:
             binds.update(_roots(node.value.func.value))  # torch.manual_seed(0), w.grad.zero_(), lst.append(x)
+    binds.discard("get_ipython")  # IPython's own (a shell escape calls a method of it)
     return True
 
 
@@ -146,30 +171,32 @@ def _top_level(tree: ast.AST) -> Iterable[ast.AST]:
             stack.extend(getattr(node, field, []) or [])
 
 
-def scored(sources: Sequence[str], roots: Iterable[int], extra_reads: Iterable[str] = ()) -> set[int]:
-    """The indices of ``sources`` the score depends on: ``roots`` and, transitively, every cell that binds a name
-    one of them reads (``extra_reads``: names the grader itself reads from the notebook, as the roots do).
-    Every cell that may bind anything (``EVERYTHING``) is in."""
+def scored(sources: Sequence[str], roots: Iterable[int], extra_reads: Iterable[str] = (),
+           extra_at: int | None = None) -> set[int]:
+    """The indices of ``sources`` (a notebook's code cells, in order) the score depends on: ``roots`` and,
+    transitively, every cell before a dependent cell's *horizon* that binds a name the dependent cell reads. A root's
+    horizon is itself; a cell reached from it inherits it (a function defined in cell 3 and called in cell 9 reads
+    the globals cells 4-8 bound too). ``extra_reads``: names the grader itself reads from the notebook, at cell
+    ``extra_at`` (the last test cell; default: the end). Every cell that may bind anything (``EVERYTHING``) is in."""
     table = [names(s) for s in sources]
-    done: set[int] = set()
-    pending = [k for k in roots if 0 <= k < len(sources)]
-    pending += [k for k, n in enumerate(table) if EVERYTHING in n.binds]
-    wanted: set[str] = set(extra_reads)
+    end = len(sources)
     binders: dict[str, list[int]] = {}
     for k, n in enumerate(table):
         for name in n.binds:
             binders.setdefault(name, []).append(k)
-    for name in wanted:
-        pending.extend(binders.get(name, ()))
+    horizon: dict[int, int] = {}  # cell -> the latest point it is needed at
+    pending = [(k, k) for k in roots if 0 <= k < end]
+    pending += [(k, end) for k, n in enumerate(table) if EVERYTHING in n.binds]
+    at = end if extra_at is None else extra_at
+    pending += [(k, at) for name in extra_reads for k in binders.get(name, ()) if k < at]
     while pending:
-        k = pending.pop()
-        if k in done:
+        k, h = pending.pop()
+        if horizon.get(k, -1) >= h:
             continue
-        done.add(k)
-        for name in table[k].reads - wanted:
-            wanted.add(name)
-            pending.extend(binders.get(name, ()))
-    return done
+        horizon[k] = h
+        for name in table[k].reads:
+            pending.extend((j, h) for j in binders.get(name, ()) if j < h and horizon.get(j, -1) < h)
+    return set(horizon)
 
 
 def grader_reads() -> frozenset[str]:
@@ -183,8 +210,10 @@ def grader_reads() -> frozenset[str]:
         return frozenset({"Softplus", "Square", "Exp", "Cube", "Sinh"})
 
 
-def playground(sources: Sequence[str], student: Sequence[bool], roots: Iterable[int]) -> set[int]:
+def playground(sources: Sequence[str], student: Sequence[bool], roots: Iterable[int],
+               checks_at: int | None = None) -> set[int]:
     """The indices of the student's cells (``student[k]``: added or changed by the student, not an answer or test
-    cell) the score does not depend on."""
-    keep = scored(sources, roots, grader_reads())
+    cell) the score does not depend on. ``checks_at``: the last test cell's index (the checks read the names of
+    ``grader_reads`` there; default: the end)."""
+    keep = scored(sources, roots, grader_reads(), checks_at)
     return {k for k in range(len(sources)) if student[k] and k not in keep}

@@ -2,7 +2,6 @@
 # notebook: 01_autograd_basics.ipynb
 # style: the register_hook docs' example run as is (a hook doubling the gradient, then removed), plus a hook that prints the gradient passing through an intermediate
 # source: https://pytorch.org/docs/stable/generated/torch.Tensor.register_hook.html ("v = torch.tensor([0., 0., 0.], requires_grad=True); h = v.register_hook(lambda grad: grad * 2); v.backward(torch.tensor([1., 2., 3.])); v.grad ... h.remove()")
-# grader-bug: PolicyError: ".register_hook" is not available in graded code
 v = torch.tensor([0., 0., 0.], requires_grad=True)
 h = v.register_hook(lambda grad: grad * 2)  # double the gradient
 v.backward(torch.tensor([1., 2., 3.]))
