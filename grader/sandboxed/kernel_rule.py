@@ -84,10 +84,11 @@ def refusals(source: str, own: frozenset[str] = frozenset()) -> list[tuple[int |
     return policy.check(text) or runtime_refusals(text, own)
 
 
-def _stops_what_follows(source: str, line: int | None) -> bool:
+def _stops_what_follows(source: str, line: int | None, read: frozenset[str] | set[str] = frozenset({"*"})) -> bool:
     """Whether a run-time refusal at ``line`` costs what the cell defines: inside a function or a class (it runs when
-    the code under test is called), or at the top level before a statement that binds a name (the cell stops there:
-    what follows is never defined). A refused exploration after the definitions costs nothing, as in grading."""
+    the code under test is called), or at the top level before a statement that binds a name of ``read`` (what the
+    cells under test read; the cell stops there: what follows is never defined). A refused exploration after the
+    definitions costs nothing, as in grading."""
     import ast
 
     text = playground._python(source)
@@ -98,7 +99,8 @@ def _stops_what_follows(source: str, line: int | None) -> bool:
         if node.lineno <= line <= (node.end_lineno or node.lineno):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 return True
-            return any(playground.names(ast.get_source_segment(text, later) or "").binds for later in body[k + 1:])
+            later = set().union(*(playground.names(ast.get_source_segment(text, n) or "").binds for n in body[k + 1:]))
+            return bool(later & set(read)) or playground.EVERYTHING in later or "*" in read
     return True
 
 
@@ -223,6 +225,7 @@ def refuse_in_self_check(*objects: Any) -> None:
             roots.append("".join(linecache.getlines(filename)))
     needed = dependencies(roots, history, playground.grader_reads())
     own = _own_methods(needed)
+    read = set(playground.grader_reads()).union(*(playground.names(source).reads for source in needed))
     for source in needed:
         if _instructors(source):
             continue
@@ -230,7 +233,7 @@ def refuse_in_self_check(*objects: Any) -> None:
 
         found = compile_check(playground._python(source) or source) or [
             (line, what) for line, what in runtime_refusals(playground._python(source) or source, own)
-            if _stops_what_follows(source, line)]
+            if _stops_what_follows(source, line, read)]
         if found:
             line, what = found[0]
             first = next((text.strip() for text in source.splitlines() if text.strip()), "")
