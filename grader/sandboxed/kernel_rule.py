@@ -104,6 +104,20 @@ def _stops_what_follows(source: str, line: int | None, read: frozenset[str] | se
     return True
 
 
+def _needed_from(source: str, names: set[str]) -> set[str]:
+    """The names the code under test may need ``source`` to bind: those it was needed for (``dependencies``), and what
+    its own functions and classes read (they run when called; its top-level exploration's reads are not needed)."""
+    import ast
+
+    found = set(names)
+    text = playground._python(source)
+    if text is not None:
+        for node in ast.parse(text).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found |= playground.names(ast.get_source_segment(text, node) or "").reads
+    return found
+
+
 def runtime_refusals(text: str, own: frozenset[str] = frozenset()) -> list[tuple[int | None, str]]:
     """What the policy's run time refuses by its name alone, read from the cell's text: an attribute it refuses on
     any object not the notebook's own (``x.register_hook``; ``own``: method names the notebook's classes define,
@@ -179,30 +193,45 @@ def _history(shell: Any) -> list[str]:
     return [s for s in raw if isinstance(s, str)] if isinstance(raw, list) else []
 
 
-def dependencies(roots: Iterable[str], history: list[str], extra_reads: Iterable[str] = ()) -> list[str]:
+def dependencies(roots: Iterable[str], history: list[str], extra_reads: Iterable[str] = (),
+                 why: dict[str, set[str]] | None = None) -> list[str]:
     """The cells (sources) the ``roots`` depend on: the roots, and for every name one of them reads, the last cell
     of ``history`` that bound it, transitively (the kernel's state: a cell run again, or edited and run, replaces
-    its earlier runs). Cells that may bind anything (``from m import *``) are in, as in grading."""
+    its earlier runs). Cells that may bind anything (``from m import *``) are in, as in grading. ``why``, when given,
+    gets for each cell the names it was needed for (a root: what the first root reads, and ``extra_reads``)."""
+    why = {} if why is None else why
+    roots = list(roots)
     latest: dict[str, str] = {}
     anything: list[str] = []
+    before: dict[str, dict[str, str]] = {}  # cell -> name -> the last cell that bound it before that cell's last run
     for source in history:
+        before[source] = dict(latest)
         bound = playground.names(source).binds
         for name in bound:
             latest[name] = source
         if playground.EVERYTHING in bound:
             anything.append(source)
     found: list[str] = []
+    first = set(playground.names(roots[0]).reads) if roots else set()
     pending = [*roots, *anything, *(latest[n] for n in extra_reads if n in latest)]
-    wanted: set[str] = set(extra_reads)
+    for source in pending:
+        why.setdefault(source, set()).update(first | set(extra_reads) | ({playground.EVERYTHING} if source in anything
+                                                                        else set()))
     while pending:
         source = pending.pop(0)
         if source in found:
             continue
         found.append(source)
-        for name in sorted(playground.names(source).reads - wanted):
-            wanted.add(name)
-            if name in latest:
-                pending.append(latest[name])
+        cell = playground.names(source)
+        for name in sorted(cell.reads):
+            # what its top level reads was bound before it ran; what its functions read, when they are called (now)
+            binder = (latest if name in cell.deferred or source in roots or source not in before
+                      else before[source]).get(name)
+            if binder is None or binder == source:
+                continue
+            why.setdefault(binder, set()).add(name)
+            if binder not in found:
+                pending.append(binder)
     return found
 
 
@@ -220,12 +249,14 @@ def refuse_in_self_check(*objects: Any) -> None:
 
     history = _history(shell)
     roots = [history[-1]] if history else []  # the cell running the self-check (it names what it checks)
+    ran = {source.strip(): source for source in history}  # (linecache's text of a cell: IPython's, as it compiled it)
     for obj in objects:
         for filename in policy._cell_files(obj):
-            roots.append("".join(linecache.getlines(filename)))
-    needed = dependencies(roots, history, playground.grader_reads())
+            text = "".join(linecache.getlines(filename))
+            roots.append(ran.get(text.strip(), text))
+    why: dict[str, set[str]] = {}
+    needed = dependencies(roots, history, playground.grader_reads(), why)
     own = _own_methods(needed)
-    read = set(playground.grader_reads()).union(*(playground.names(source).reads for source in needed))
     for source in needed:
         if _instructors(source):
             continue
@@ -233,7 +264,7 @@ def refuse_in_self_check(*objects: Any) -> None:
 
         found = compile_check(playground._python(source) or source) or [
             (line, what) for line, what in runtime_refusals(playground._python(source) or source, own)
-            if _stops_what_follows(source, line, read)]
+            if _stops_what_follows(source, line, _needed_from(source, why.get(source, set())))]
         if found:
             line, what = found[0]
             first = next((text.strip() for text in source.splitlines() if text.strip()), "")

@@ -31,6 +31,7 @@ EVERYTHING = "*"  # a cell that may bind any name (``from m import *``, unparsea
 class Names:
     binds: frozenset[str]
     reads: frozenset[str]
+    deferred: frozenset[str] = frozenset()  # of ``reads``: those only its functions read (when they are called)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -39,9 +40,10 @@ def names(source: str) -> Names:
     (a function's own locals and parameters are not reads)."""
     binds: set[str] = set()
     reads: set[str] = set()
-    if not _collect(source, binds, reads):
+    deferred: set[str] = set()
+    if not _collect(source, binds, reads, deferred):
         return Names(frozenset({EVERYTHING}), frozenset())
-    return Names(frozenset(binds), frozenset(reads))
+    return Names(frozenset(binds), frozenset(reads | deferred), frozenset(deferred - reads))
 
 
 def _python(source: str) -> str | None:
@@ -77,7 +79,7 @@ _INERT_MAGICS = {"matplotlib", "who", "whos", "pwd", "ls", "env", "pip", "conda"
 _MAGIC_OPTIONS = re.compile(r"^(?:\s*-[A-Za-z]+(?:\s*\d+)?(?=\s))*")  # %timeit -n 10 -r 3 ...
 
 
-def _collect(source: str, binds: set[str], reads: set[str]) -> bool:
+def _collect(source: str, binds: set[str], reads: set[str], deferred: set[str] | None = None) -> bool:
     """Add what ``source`` binds and reads; False when it cannot be read (it may then bind anything)."""
     import symtable
 
@@ -89,10 +91,12 @@ def _collect(source: str, binds: set[str], reads: set[str]) -> bool:
         top = symtable.symtable(text, "<cell>", "exec")
     except (SyntaxError, ValueError):
         return False
-    tables = [top]
+    deferred = reads if deferred is None else deferred
+    tables = [(top, False)]
     while tables:
-        table = tables.pop()
-        tables.extend(table.get_children())
+        table, later = tables.pop()
+        inner = later or table.get_type() == "function"  # (a class body runs where it stands; a function later)
+        tables.extend((child, inner) for child in table.get_children())
         for symbol in table.get_symbols():
             if table is top:
                 if symbol.is_referenced():
@@ -100,7 +104,7 @@ def _collect(source: str, binds: set[str], reads: set[str]) -> bool:
                 if symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace():
                     binds.add(symbol.get_name())
             elif symbol.is_referenced() and symbol.is_global():
-                reads.add(symbol.get_name())
+                (deferred if inner else reads).add(symbol.get_name())
     for node in ast.walk(tree):
         if isinstance(node, ast.Global):
             binds.update(node.names)
@@ -119,7 +123,7 @@ def _collect(source: str, binds: set[str], reads: set[str]) -> bool:
                 continue
             for k, code in enumerate(args):  # %time y = f(x), %timeit -n 10 f(x): the code the magic runs
                 code = _MAGIC_OPTIONS.sub("", code or "") if k == 0 else (code or "")
-                if code.strip() and not _collect(code, binds, reads):
+                if code.strip() and not _collect(code, binds, reads, deferred):
                     binds.add(EVERYTHING)
     for node in _top_level(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
