@@ -80,6 +80,35 @@ def test_a_cell_is_playground_only_if_nothing_scored_reads_what_it_binds():
     assert playground.playground(["class Softplus: pass"], [True], []) == set()
 
 
+def test_the_kernel_follows_the_cells_as_they_ran():
+    """A cell run again or edited replaces its earlier runs; a cell's top level reads what was bound before it ran,
+    its functions what is bound when they are called."""
+    from grader.sandboxed import kernel_rule
+
+    old_import, new_import = "import functools, gc", "import functools"
+    answer = "def f(x):\n    return functools.reduce(g, [x])"
+    test = "check(f)"
+    history = [old_import, "def g(a, b):\n    return a", answer, new_import, test]
+    needed = kernel_rule.dependencies([test, answer], history)
+    assert new_import in needed and old_import not in needed and history[1] in needed
+    # a top-level read: the binding before the cell ran, not a later one
+    assert kernel_rule.dependencies(["check(y)"], ["x = 1", "y = x + 1", "x = 2", "check(y)"]) == \
+        ["check(y)", "y = x + 1", "x = 1"]
+
+
+def test_what_the_run_time_refuses_by_name_is_read_from_the_text():
+    from grader.sandboxed import kernel_rule
+
+    found = kernel_rule.runtime_refusals("import sys\nh = w.register_hook(f)\nprint(sys.modules, sys.stderr)")
+    assert [line for line, _ in found] == [2, 3] and "sys.modules" in found[1][1]
+    assert not kernel_rule.runtime_refusals("class A:\n    def register_hook(self): pass\nA().register_hook()",
+                                            frozenset({"register_hook"}))  # the notebook's own method
+    cell = "class S:\n    pass\n\nv = S()\nh = v.register_hook(print)\nh.remove()"
+    assert not kernel_rule._stops_what_follows(cell, 5, {"S"})  # an exploration after the class: S is defined
+    assert kernel_rule._stops_what_follows("h = v.register_hook(print)\nclass S: pass", 1, {"S"})  # S never is
+    assert kernel_rule._stops_what_follows("def f(w):\n    return w.register_hook(print)", 2, {"f"})  # when called
+
+
 def _submission(*, above: bool = True, at_end: bool = True) -> nbformat.NotebookNode:
     nb = nbformat.read(str(NOTEBOOK_1), as_version=4)
     found = [k for k, c in enumerate(nb.cells) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "accumulate"]
