@@ -154,10 +154,10 @@ def test_a_refused_cell_the_answer_uses_costs_the_same_in_the_kernel_and_in_grad
     assert all(points[g] == 0 for g in ("accumulate-values", "accumulate-stale", "accumulate-copy")), result.cells
     assert all(c.points == c.max_points for c in result.cells if not c.grade_id.startswith("accumulate")), result.cells
     shown = dict(result.outputs)[runner.outputs.source_key(PLAYGROUND)]
-    assert shown[0]["text"].strip() == say("playground_cell") and shown[1]["text"] == SAVED[0]["text"], shown
+    assert shown[0]["text"].strip() == "○ " + say("playground_cell") and shown[1]["text"] == SAVED[0]["text"], shown
     _write_verdicts(nb, result)  # the feedback's notebook
     end = [c for c in nb.cells if c.source == PLAYGROUND][0]
-    assert [o.get("text") for o in end.outputs] == [say("playground_cell") + "\n", SAVED[0]["text"]]
+    assert [o.get("text") for o in end.outputs] == ["○ " + say("playground_cell") + "\n", SAVED[0]["text"]]
     assert not any("PolicyError" in json.dumps(o) for o in end.outputs)
 
     kernel = _in_kernel(nb)

@@ -290,7 +290,7 @@ def _verdicts(result: NotebookResult, cells: list[Cell], executed: tuple[Any, An
 def _playground_outputs(cell: Cell, room: list[int]) -> list[dict[str, Any]]:
     """A playground cell's outputs in the feedback: a one-line note that it was not run in grading, then what the
     student's own run showed (as saved, rebuilt as the sandbox's outputs are: text, images, errors)."""
-    note = {"output_type": "stream", "name": "stdout", "text": say("playground_cell") + "\n"}
+    note = {"output_type": "stream", "name": "stdout", "text": "○ " + say("playground_cell") + "\n"}
     return [note, *outputs.sanitize(cell.saved, room)]
 
 

@@ -180,7 +180,7 @@ def _before_cell(info: Any = None) -> None:
         from grader.spec.messages import say
 
         line, what = found[0]
-        print(say("kernel_refused_cell", line=line if line is not None else "?", what=_one_line(what)))
+        print("⚠ " + say("kernel_refused_cell", line=line if line is not None else "?", what=_one_line(what)))
 
 
 def _one_line(text: str) -> str:
