@@ -201,3 +201,15 @@ def _in_kernel(nb: nbformat.NotebookNode) -> dict:
                           timeout=300, cwd=ROOT, env={**__import__("os").environ, "NBGRADER_EXECUTION": "validate"})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_playground_note_is_in_the_notebooks_language():
+    from grader.spec import messages
+
+    cell = runner.Cell(3, PLAYGROUND, playground=True, saved=SAVED)
+    for language in ("en", "zh"):
+        with messages.using(language):
+            note, saved = runner._playground_outputs(cell, [10**6])
+            assert note["text"] == "○ " + messages.say("playground_cell") + "\n" and saved["text"] == SAVED[0]["text"]
+    with messages.using("zh"):
+        assert "练习单元格" in runner._playground_outputs(cell, [10**6])[0]["text"]
