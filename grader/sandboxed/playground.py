@@ -41,7 +41,11 @@ def names(source: str) -> Names:
     binds: set[str] = set()
     reads: set[str] = set()
     deferred: set[str] = set()
-    if not _collect(source, binds, reads, deferred):
+    try:
+        readable = _collect(source, binds, reads, deferred)
+    except Exception:  # noqa: BLE001 (code nested too deep for the parser, ...: when unsure, a cell is scored)
+        readable = False
+    if not readable:
         return Names(frozenset({EVERYTHING}), frozenset())
     return Names(frozenset(binds), frozenset(reads | deferred), frozenset(deferred - reads))
 
@@ -51,7 +55,7 @@ def _python(source: str) -> str | None:
     try:
         ast.parse(source)
         return source
-    except (SyntaxError, ValueError):
+    except Exception:  # noqa: BLE001 (SyntaxError, ValueError, RecursionError ...)
         pass
     try:
         from IPython.core.inputtransformer2 import TransformerManager
