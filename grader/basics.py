@@ -48,6 +48,16 @@ __all__ = [
 _F = TypeVar("_F", bound=Callable[..., None])
 
 
+def _install_kernel_rule() -> None:
+    """In the student's kernel: every cell run is told what autograding would refuse in it (``kernel_rule``)."""
+    from grader.sandboxed import kernel_rule
+
+    kernel_rule.install()
+
+
+_install_kernel_rule()
+
+
 def _student_facing(check: _F) -> _F:
     """Raise the check's ``CheckFailed`` afresh from the check itself (short traceback, no chained context).
 
@@ -56,11 +66,10 @@ def _student_facing(check: _F) -> _F:
 
     @functools.wraps(check)
     def wrapper(*args: Any, **kwargs: Any) -> None:
-        from grader.sandboxed import policy
+        from grader.sandboxed import autograd_env, kernel_rule
 
-        from grader.sandboxed import autograd_env
-
-        policy.refuse_in_self_check(*(a for a in (*args, *kwargs.values()) if callable(a)))
+        # the cells the functions under test depend on, under the rule autograding applies
+        kernel_rule.refuse_in_self_check(*(a for a in (*args, *kwargs.values()) if callable(a)))
         try:
             with autograd_env.clean():  # observer and judge both need autograd as a fresh kernel has it
                 check(*args, **kwargs)

@@ -19,9 +19,11 @@ from typing import Any, Callable, Iterator, Sequence
 
 from grader.judge import diagnosis as dx
 from grader.judge.custom_functions import JUDGES, CheckFailed, Finding, _Judge, judge, warm_up  # noqa: F401
-from grader.sandboxed import autograd_env, observe, policy
+from grader.sandboxed import autograd_env, kernel_rule, observe
 from grader.spec import messages
 from grader.spec.exercises import Shape, draw_seed, get
+
+kernel_rule.install()  # in the student's kernel: every cell run is told what autograding would refuse in it
 
 __all__ = ["forward", "first_derivatives", "second_derivatives", "structure", "forward_mode", "vmap",
            "skip_if_unfinished"]
@@ -35,7 +37,7 @@ def run_check(check: str, exercise: str, fn: Callable[..., Any], shapes: Sequenc
     that Restart & Run All reaches the end of the notebook."""
     ex = get(exercise)
     probes = ex.probes(shapes or ex.default_shapes, seed, draw=draw_seed())  # one drawn anew for each self-check
-    policy.refuse_in_self_check(fn)
+    kernel_rule.refuse_in_self_check(fn)  # the cells it depends on, under the rule autograding applies
     try:
         with autograd_env.clean():  # the judge runs here too: autograd as a fresh kernel has it, for both
             observations = observe.observe(check, ex, fn, probes)

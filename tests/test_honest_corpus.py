@@ -347,7 +347,7 @@ def test_honest_playground_code_runs_in_a_graded_notebook(graded, entry):
 
 # Entries whose self-checks (in the student's own kernel, as nbgrader validate runs them) promise other points than
 # autograding gives for the same visible test cells, today: an expected failure (strict) each, with what differs.
-SELF_CHECK_MISMATCHES: dict[str, str] = {}
+SELF_CHECK_MISMATCHES: dict[str, str] = {}  # none left (issue 29 item 5: grader.sandboxed.kernel_rule)
 
 CONSISTENT = [pytest.param(e, id=e.name, marks=[pytest.mark.xfail(strict=True, reason=SELF_CHECK_MISMATCHES[e.name])]
                            if e.name in SELF_CHECK_MISMATCHES else [])

@@ -53,6 +53,8 @@ class Cell:
     graded: bool = False
     calls: list[testcells.CheckCall] = field(default_factory=list)
     restricted: bool = True  # compiled under grader.sandboxed.policy: anything not byte-identical to an instructor's cell
+    playground: bool = False  # a student's cell the score does not depend on (grader.sandboxed.playground): not run
+    saved: list[dict[str, Any]] = field(default_factory=list)  # a playground cell's outputs, as the student saved them
 
 
 @dataclass
@@ -139,6 +141,8 @@ def cells_to_run(notebook: Any, trusted: dict[str, Any], instructors: frozenset[
     beneath the policy only)."""
     instructors = instructors | {c.source for c in trusted.values()}
     cells: list[Cell] = []
+    answers: list[bool] = []  # cells[k] is an answer cell (nbgrader's solution cell)
+    saved: list[Any] = []  # cells[k]'s outputs in the submission
     seen: set[str] = set()
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
@@ -152,10 +156,29 @@ def cells_to_run(notebook: Any, trusted: dict[str, Any], instructors: frozenset[
         elif meta.get("grade"):
             meta = {}  # a test cell the instructor does not know (renamed or copied): just code
         cells.append(_cell(index, source, grade_id, meta, policy and source not in instructors))
+        answers.append(bool(meta.get("solution")))
+        saved.append(cell.get("outputs", []))
     for grade_id, cell in trusted.items():  # deleted or renamed test cells are still checked
         if grade_id not in seen and _nbgrader(cell).get("grade"):
             cells.append(_cell(-1, cell.source, grade_id, _nbgrader(cell), False))
+            answers.append(False)
+            saved.append([])
+    if policy:
+        _mark_playground(cells, answers, saved)
     return cells
+
+
+def _mark_playground(cells: list[Cell], answers: list[bool], saved: list[Any]) -> None:
+    """The student's cells the score does not depend on (``grader.sandboxed.playground``: they bind nothing an answer,
+    a test cell or an instructor's cell reads): not run in the scoring run, their saved outputs kept, marked."""
+    from grader.sandboxed import playground
+
+    student = [c.restricted and not c.graded and not answers[k] and c.index >= 0 for k, c in enumerate(cells)]
+    roots = [k for k in range(len(cells)) if not student[k]]
+    checks_at = max((k for k, c in enumerate(cells) if c.graded), default=len(cells))
+    for k in playground.playground([c.source for c in cells], student, roots, checks_at):
+        cells[k].playground = True
+        cells[k].saved = saved[k] if isinstance(saved[k], list) else []
 
 
 def _cell(index: int, source: str, grade_id: str, meta: dict[str, Any], restricted: bool = True) -> Cell:
@@ -225,7 +248,7 @@ def _grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float, 
 
     draw = draw_seed()  # this run's drawn probe (Exercise.probes): in the plan only with the calls that use it
     try:
-        executed = _execute(cells, timeout, allow_unsandboxed, list(hide), pool, draw)
+        executed = _execute([c for c in cells if not c.playground], timeout, allow_unsandboxed, list(hide), pool, draw)
     finally:
         GRADING.reset(token)
     budget = JUDGE_SECONDS if judge_seconds is None else float(judge_seconds)
@@ -258,12 +281,20 @@ def _verdicts(result: NotebookResult, cells: list[Cell], executed: tuple[Any, An
     if GRADER_ERROR in reported:
         raise GraderError(str(reported[GRADER_ERROR]))
     room = [outputs.NOTEBOOK_BYTES]
-    result.outputs = [(outputs.source_key(c.source), outputs.sanitize(reported.get(("outputs", c.index)), room))
+    result.outputs = [(outputs.source_key(c.source), _playground_outputs(c, room) if c.playground else
+                       outputs.sanitize(reported.get(("outputs", c.index)), room))
                       for c in cells if not c.graded and c.index >= 0]
     with _JUDGES:  # the budget starts once this notebook has a core of its own to be judged on
         _judge_cells(result, cells, reported, problem, budget, draw)
     result.problem = problem
     result.restored = restored
+
+
+def _playground_outputs(cell: Cell, room: list[int]) -> list[dict[str, Any]]:
+    """A playground cell's outputs in the feedback: a one-line note that it was not run in grading, then what the
+    student's own run showed (as saved, rebuilt as the sandbox's outputs are: text, images, errors)."""
+    note = {"output_type": "stream", "name": "stdout", "text": "○ " + say("playground_cell") + "\n"}
+    return [note, *outputs.sanitize(cell.saved, room)]
 
 
 def not_graded(result: NotebookResult, graded: list[tuple[str, float]], reason: str) -> NotebookResult:

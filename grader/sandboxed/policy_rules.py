@@ -175,6 +175,9 @@ RC_GROUPS_ALLOWED = frozenset({"figure", "font", "axes", "lines", "legend", "xti
 RC_KEYS_REFUSED = frozenset({"figure.hooks", "text.usetex", "text.latex.preamble", "savefig.directory"})
 # matplotlib.use: the non-interactive backends (a "module://x" name imports any module)
 BACKENDS_ALLOWED = frozenset({"agg", "svg", "pdf", "ps", "cairo", "template", "module://matplotlib_inline.backend_inline"})
+# Names of REFUSED_EVERYWHERE the run time allows on some objects (a tensor's register_hook, outside the checks'
+# calls: policy._tensor_hook): whether a line is refused is known only when it runs, never from its text.
+DECIDED_WHEN_RUN = frozenset({"register_hook"})
 # Dunder names a graded cell may read as attributes, and the special methods its classes may define.
 DUNDER_ATTRIBUTES = frozenset({"__init__", "__name__", "__qualname__", "__doc__", "__version__"})
 SPECIAL_METHODS = frozenset({

@@ -516,6 +516,17 @@ EN.update({
     "not_reported": Message("the notebook's process did not report this check (was it tampered with?)",
                             "Re-run your notebook from the top; do not change the grader from your cells."),
     "not_reached": Message("not reached", "An earlier cell stopped the notebook."),
+    # issue 29, item 5: one rule in the student's kernel and in grading (grader.sandboxed.playground, kernel_rule)
+    "playground_cell": Message("playground cell: no answer or check uses what it defines, so grading did not run it "
+                               "(it scores nothing and costs nothing); the outputs below are the ones you saved.",
+                               "To have a cell graded, define in it something an answer uses."),
+    "kernel_refused_cell": Message("autograding would refuse line {line} of this cell: {what}. It costs points only "
+                                   "if an answer uses what this cell defines; here it runs as usual.",
+                                   "Rewrite that line in plain torch, numpy or math, or keep this cell for "
+                                   "exploring only."),
+    "self_check_refused_cell": Message("{what} (in your cell `{cell}`, which the code under test uses: autograding runs "
+                                       "that cell under the course's policy, refuses it, and your answer then fails)",
+                                       "Rewrite that line in plain torch, numpy or math."),
     "flagged_check": Message("not scored: before this check the notebook used {what}, which no answer needs and "
                              "which can forge what the grader observes. Your instructor sees this flag and can review "
                              "it.", "Remove that code, then re-run the notebook from the top."),
