@@ -1,6 +1,6 @@
 """One rule, applied where the student runs code (issue 29, item 5).
 
-- ``grader.sandboxed.playground``: which cells the score depends on (one definition, for grading and the kernel);
+- ``grader.spec.playground``: which cells the score depends on (one definition, for grading and the kernel);
 - grading: a playground cell is not run in the scoring run, keeps its saved outputs, marked; it costs nothing;
 - the student's kernel (``grader.sandboxed.kernel_rule``): a self-check refuses what autograding refuses in any cell
   the answer depends on (✗ in the kernel, 0 when autograded: the same points), and a cell that uses what the graded
@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from grader.judge import runner
-from grader.sandboxed import playground
+from grader.spec import playground
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_1 = ROOT / "solutions" / "autograd" / "01_autograd_basics.ipynb"

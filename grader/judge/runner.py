@@ -53,7 +53,7 @@ class Cell:
     graded: bool = False
     calls: list[testcells.CheckCall] = field(default_factory=list)
     restricted: bool = True  # compiled under grader.sandboxed.policy: anything not byte-identical to an instructor's cell
-    playground: bool = False  # a student's cell the score does not depend on (grader.sandboxed.playground): not run
+    playground: bool = False  # a student's cell the score does not depend on (grader.spec.playground): not run
     saved: list[dict[str, Any]] = field(default_factory=list)  # a playground cell's outputs, as the student saved them
 
 
@@ -169,9 +169,9 @@ def cells_to_run(notebook: Any, trusted: dict[str, Any], instructors: frozenset[
 
 
 def _mark_playground(cells: list[Cell], answers: list[bool], saved: list[Any]) -> None:
-    """The student's cells the score does not depend on (``grader.sandboxed.playground``: they bind nothing an answer,
+    """The student's cells the score does not depend on (``grader.spec.playground``: they bind nothing an answer,
     a test cell or an instructor's cell reads): not run in the scoring run, their saved outputs kept, marked."""
-    from grader.sandboxed import playground
+    from grader.spec import playground
 
     student = [c.restricted and not c.graded and not answers[k] and c.index >= 0 for k, c in enumerate(cells)]
     roots = [k for k in range(len(cells)) if not student[k]]

@@ -4,7 +4,7 @@ Validate, means the same points when autograded.
 - **When a cell runs** (IPython's ``pre_run_cell``, registered when a notebook imports ``grader.checks`` or
   ``grader.basics``): a cell the student wrote or changed that the course's policy would refuse gets one line saying
   so (the construct, its line), and runs as usual. Whether it costs anything depends on what uses it: a playground
-  cell (``grader.sandboxed.playground``) costs nothing.
+  cell (``grader.spec.playground``) costs nothing.
 - **When a self-check runs** (``refuse_in_self_check``, called by ``grader.checks`` and ``grader.basics``): every
   cell the answer under test depends on (the cells defining it, and transitively the cells that last bound a name one
   of them reads, as the kernel ran them) is compiled under the policy; a refusal fails the self-check with the
@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from grader.sandboxed import playground
+from grader.spec import playground
 
 _INSTALLED: list[Any] = []  # the shell the hook is registered on
 

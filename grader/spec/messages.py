@@ -516,7 +516,7 @@ EN.update({
     "not_reported": Message("the notebook's process did not report this check (was it tampered with?)",
                             "Re-run your notebook from the top; do not change the grader from your cells."),
     "not_reached": Message("not reached", "An earlier cell stopped the notebook."),
-    # issue 29, item 5: one rule in the student's kernel and in grading (grader.sandboxed.playground, kernel_rule)
+    # issue 29, item 5: one rule in the student's kernel and in grading (grader.spec.playground, kernel_rule)
     "playground_cell": Message("playground cell: no answer or check uses what it defines, so grading did not run it "
                                "(it scores nothing and costs nothing); the outputs below are the ones you saved.",
                                "To have a cell graded, define in it something an answer uses."),
