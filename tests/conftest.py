@@ -19,12 +19,13 @@ from require_every_test import REQUIRE_EVERY_TEST  # noqa: F401 (the hook: pytes
 
 pytest_plugins = ["require_every_test"]
 
-# The files whose tests take longest (seconds of `make test`, 26 Nov), run first: `make test` hands whole files to its
+# The files whose tests take longest (seconds of `make test`, 28 Nov), run first: `make test` hands whole files to its
 # two processes in this order (--dist loadfile --no-loadscope-reorder), so the last minute is short files filling
 # both processes, not one of them finishing a long file alone. Only an order: a file missing here runs later.
 LONGEST_FIRST = ("test_cluster.py", "test_adversarial.py", "test_shared.py", "test_grading_day.py",
-                 "test_sandbox_attacks.py", "test_honest_corpus.py", "test_notebooks.py", "test_feedback_language.py",
-                 "test_cli.py", "test_browser.py", "test_fixed_costs.py")
+                 "test_honest_corpus.py", "test_fixed_costs.py", "test_browser.py", "test_notebooks.py",
+                 "test_sandbox_attacks.py", "test_checks.py", "test_course.py", "test_feedback_language.py",
+                 "test_pool_start.py", "test_cli.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -7,7 +7,10 @@ NBGRADER_EXECUTION set as `nbgrader validate` sets it, every cell run even after
 stdin: a JSON list of {"key": ..., "cells": [{"source": ..., "grade_id": ...}]}; stdout: {key: {grade_id: "passed" or
 the error}} for the cells with a grade_id (the test cells). torch, IPython and the grader are imported once; the
 notebooks made from one solutions notebook share a kernel up to their first differing cell, and each runs the rest in
-a child forked from it (two at a time): the state each notebook's cells see is that of its own Restart & Run All."""
+a child forked from it (two at a time): the state each notebook's cells see is that of its own Restart & Run All.
+torch's lazy imports (gradcheck's sympy, torch.func's torch._dynamo: 0.7 to 2 s of CPU the first time) are paid once,
+before the first fork, as grader.sandboxed.worker.warm_up pays them for the grading workers; torch's random state is
+put back after them."""
 
 from __future__ import annotations
 
@@ -108,8 +111,36 @@ def run_group(group: list[dict]) -> dict[str, dict[str, str]]:
     return verdicts
 
 
+def warm_up() -> None:
+    """torch's lazy imports, once in this process instead of in every forked child: what the first gradcheck,
+    gradgradcheck, torch.func transform and forward-mode call import. Nothing a notebook sees changes: no name is
+    defined in any shell, and torch's global random state is put back (the notebooks draw the numbers they would
+    draw in a fresh kernel)."""
+    import importlib
+
+    from torch.autograd import forward_ad
+
+    state = torch.random.get_rng_state()
+    try:
+        x = torch.tensor([0.5, -1.25, 2.0], dtype=torch.float64, requires_grad=True)
+        square = lambda t: t * t  # noqa: E731
+        for fast in (False, True):
+            torch.autograd.gradcheck(square, (x,), fast_mode=fast)
+            torch.autograd.gradgradcheck(square, (x,), fast_mode=fast)
+        importlib.import_module("torch._dynamo")
+        f = lambda t: (torch.sin(t) * t).sum()  # noqa: E731
+        torch.func.vmap(torch.func.grad(f))(x.detach().reshape(1, 3))
+        torch.func.jvp(torch.func.grad(f), (x.detach(),), (x.detach(),))
+        torch.func.hessian(f)(x.detach())
+        with forward_ad.dual_level():
+            forward_ad.unpack_dual(forward_ad.make_dual(x.detach(), x.detach()) * 2)
+    finally:
+        torch.random.set_rng_state(state)
+
+
 def main() -> None:
     notebooks = json.load(sys.stdin)
+    warm_up()
     groups: dict[str, list[dict]] = {}
     for notebook in notebooks:
         groups.setdefault(notebook["cells"][0]["source"] if notebook["cells"] else "", []).append(notebook)

@@ -306,12 +306,47 @@ def policy_off(klass: str) -> bool:
     return any(case.policy_off for case in students_of(klass))
 
 
+# Classes graded together by one `nbgrader autograde` run here (a run's fixed cost, nbgrader and the pool starting,
+# is 5 to 15 s: a minute of `make test` over these classes). A run's classes hand in the same assignment with the
+# same policy setting, so each student is graded exactly as in a run of its own class; a student in two of them is
+# graded once. Classes a run must not share stay alone: those whose cases could stop a whole run (results-file),
+# those whose honest students must follow their attackers on the same workers (pid1-*, scratch), and those
+# test_cluster.py grades on Dask class by class (main, pid1-*, scratch).
+SHARED_RUNS: tuple[tuple[str, ...], ...] = (
+    ("channel", "forgeries", "forgeries4", "guard-reach"),  # inside the sandbox, policy off
+    ("policy", "trust3", "trust3b"),  # under the course's policy
+)
+
+
+def run_of(klass: str) -> tuple[str, ...]:
+    """The classes graded in the same nbgrader run as ``klass`` (itself alone, unless SHARED_RUNS says otherwise)."""
+    return next((run for run in SHARED_RUNS if klass in run), (klass,))
+
+
+def run_name(klass: str) -> str:
+    return "+".join(run_of(klass))
+
+
+def students_of_run(klass: str) -> list[Case]:
+    """The students of ``klass``'s run, each once (in the order of the corpus)."""
+    members = {case.student for other in run_of(klass) for case in students_of(other)}
+    return [case for case in CASES if case.student in members]
+
+
 def grade_class(klass: str, workdir: Path, template: Path, slowdown: float = 1.0,
-                students: list[Case] | None = None) -> GradedClass:
+                students: list[Case] | None = None, classes: tuple[str, ...] | None = None) -> GradedClass:
     """Autograde the class (or ``students``, some of it, with the class's policy setting) with nbgrader; killed
-    past the sum of its students' bounds (times ``slowdown``)."""
-    students = students_of(klass) if students is None else students
+    past the sum of its students' bounds (times ``slowdown``). ``classes``: several classes in this one run (their
+    students, unless ``students`` is given; one assignment and one policy setting for all of them); the course
+    folder is then named after all of them."""
+    classes = classes or (klass,)
+    if students is None:
+        seen = {case.student for other in classes for case in students_of(other)}
+        students = [case for case in CASES if case.student in seen]
+    assert len({assignment_of(other) for other in classes}) == 1, f"{classes}: one run, one assignment"
+    assert len({policy_off(other) for other in classes}) == 1, f"{classes}: one run, one policy setting"
     assignment = assignment_of(klass)
+    klass = "+".join(classes)
     root = workdir / klass
     shutil.copytree(template, root, symlinks=True)
     if not (root / "release" / assignment).is_dir():  # the template releases the English assignment
@@ -325,7 +360,7 @@ def grade_class(klass: str, workdir: Path, template: Path, slowdown: float = 1.0
     command = course.nbgrader_command("autograde", assignment, "--force", f"--CourseDirectory.root={root}",
                                       "--CourseDirectory.release_directory=release",
                                       f"--TrustedExecute.timeout={TIMEOUT}",
-                                      *(["--TrustedExecute.policy=False"] if policy_off(klass) else []))
+                                      *(["--TrustedExecute.policy=False"] if policy_off(classes[0]) else []))
     started = time.monotonic()
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, cwd=REPO, env=course.nbgrader_env(), stdout=log, stderr=subprocess.STDOUT,
@@ -359,11 +394,13 @@ def classroom(tmp_path_factory):
     template: list[Path] = []
 
     def get(klass: str) -> GradedClass:
-        if klass not in _GRADED:
+        """The run that graded ``klass`` (with the other classes of its run: SHARED_RUNS)."""
+        run = run_name(klass)
+        if run not in _GRADED:
             if not template:
                 template.append(_template(workdir))
-            _GRADED[klass] = grade_class(klass, workdir, template[0])
-        return _GRADED[klass]
+            _GRADED[run] = grade_class(klass, workdir, template[0], classes=run_of(klass))
+        return _GRADED[run]
 
     yield get
     _GRADED.clear()
@@ -419,8 +456,8 @@ def _ids(item: tuple[str, Case]) -> str:
     return f"{item[0]}/{item[1].student}"
 
 
-# `controls` (examples/alternatives/: right answers written another way, full marks, never flagged) is graded answer by
-# answer under the course's policy by tests/test_sandbox_attacks.py's catalogue test, which asserts exactly that;
+# `controls` (examples/alternatives/: right answers written another way, full marks, never flagged) is graded under
+# the course's policy by tests/test_honest_corpus.py (test_no_catalogued_answer_...), which asserts exactly that;
 # tests/verdicts_snapshot.py still grades it as a class. Every other class is graded here, end to end.
 GRADED_HERE = [klass for klass in CLASSES if klass != "controls"]
 STUDENTS = [(klass, case) for klass in GRADED_HERE for case in students_of(klass)]
@@ -512,18 +549,23 @@ def test_code_the_policy_refuses_is_refused_with_a_reason_the_student_can_read(c
             f"{case.student} ({case.why}): no refusal in {text[:2000]}")
 
 
+RUNS_HERE = list(dict.fromkeys(run_of(klass)[0] for klass in GRADED_HERE))  # one class naming each run
+
+
 @pytest.mark.slow
 @needs_sandbox
-@pytest.mark.parametrize("klass", GRADED_HERE)
+@pytest.mark.parametrize("klass", RUNS_HERE, ids=[run_name(k) for k in RUNS_HERE])
 def test_the_class_is_graded_in_time_without_errors_and_submissions_unchanged(classroom, klass):
+    """Each nbgrader run (a class, or the classes SHARED_RUNS grades together): in time, no error, every student."""
     graded = classroom(klass)
-    bound = sum(case.bound for case in students_of(klass))
+    students = students_of_run(klass)
+    bound = sum(case.bound for case in students)
     assert not graded.killed, f"nbgrader autograde did not finish in {bound + SLACK:g} s; it was killed"
     assert graded.seconds <= bound, f"grading took {graded.seconds:.0f} s, more than the sum of the bounds ({bound:g} s)"
     errors = [line for line in graded.log.splitlines() if "ERROR" in line]
     assert graded.returncode == 0 and not errors, (f"nbgrader exit code {graded.returncode}:\n"
                                                   + "\n".join(errors[:20]))
-    assert set(graded.scores) == {case.student for case in students_of(klass)}
+    assert set(graded.scores) == {case.student for case in students}
     assert graded.submitted_after == graded.submitted_before, "submitted notebooks changed during grading"
 
 
@@ -616,6 +658,9 @@ def test_every_case_file_is_well_formed():
     assert all(set(_solution_cells(a)) == answer_cells for a in ASSIGNMENTS), "a translation has other answer cells"
     for klass in CLASSES:
         assignment_of(klass)  # one assignment per class
+    for run in SHARED_RUNS:  # a shared run: existing classes, each in one run, one assignment and policy setting
+        assert set(run) <= set(GRADED_HERE) and all(run_of(klass) == run for klass in run), run
+        assert len({assignment_of(k) for k in run}) == 1 and len({policy_off(k) for k in run}) == 1, run
     assert {"0-control-perfect", "1-control-blank"} <= {case.student for case in CASES}
     for case in CASES:
         assert case.others in ("solution", "stub"), case.path.name

@@ -1,8 +1,11 @@
 """The honest corpora (tests/honest_corpus/ and tests/honest_corpus_v2/): code written by others (PyTorch's documentation and tutorials, public
 repositories, forum answers), adapted only to the names the notebooks expect, graded the way the grader really grades
 a submission: the solutions notebook with the entry as its answer cell (the other answers the instructor's), run in
-the pool of sandboxed workers (``grader.isolation.pool``) and judged by ``grader.judge.runner.grade_cells``, as the catalogue test of
-examples/ does (tests/test_sandbox_attacks.py, test_no_catalogued_answer_is_flagged_or_has_anything_restored).
+the pool of sandboxed workers (``grader.isolation.pool``) and judged by ``grader.judge.runner.grade_cells``. The answers
+of examples/ (catalogued mistakes and right answers written another way) are graded the same way, in batches of their
+own: none may be refused by the policy, flagged, or have anything restored, and the right ones get full marks
+(test_no_catalogued_answer_is_flagged_refused_or_has_anything_restored, which grades them once for this and for the
+consistency test below; the whole solutions notebooks are graded in tests/test_sandbox_attacks.py).
 
 An entry for an exercise must get full marks and never be flagged; an entry `# exercise: none` (playground code a
 student may paste: plots, prints, torch.func, forward mode, NumPy) is added as one more code cell at the end of a
@@ -237,16 +240,16 @@ def _grade_all(entries: list[Entry]) -> dict[str, tuple[Batch, runner.NotebookRe
 
     answer_notebooks = _answer_notebooks()
     made = batches(entries, answer_notebooks)
-    # examples/' answers are graded on the visible test cells only (the released notebook's): the consistency test
-    # compares those, and test_sandbox_attacks grades them on the hidden ones too
-    trusted = {(name, folder): runner.instructor_cells(nbformat.read(str(folder / name), as_version=4))
-               for name in {b.notebook for b in made} for folder in (SOLUTIONS, RELEASE)}
+    # every entry, examples/' answers too, is graded on the instructor's test cells, hidden checks included (as
+    # autograding grades it): the consistency test reads the visible checks' points from them (_visible_points),
+    # test_no_catalogued_answer_... what the policy, the audit hook and the guard said of all of them
+    trusted = {name: runner.instructor_cells(nbformat.read(str(SOLUTIONS / name), as_version=4))
+               for name in {b.notebook for b in made}}
     hidden = Path(tempfile.mkdtemp(prefix="honest-hidden-"))
     try:
         with Pool(hide=[hidden]) as pool, ThreadPoolExecutor(max_workers=pool.size) as threads:
             def grade(batch: Batch) -> tuple[Batch, runner.NotebookResult]:
-                tests = SOLUTIONS if batch.entries[0].kind == "honest" else RELEASE
-                cells = runner.cells_to_run(_submission(batch), trusted[batch.notebook, tests])
+                cells = runner.cells_to_run(_submission(batch), trusted[batch.notebook])
                 if batch.exercises():  # answers: their own test cells only, up to the last (what follows is not theirs)
                     cells = [c for c in cells if not c.graded or runner.exercise_of(c.grade_id) in batch.exercises()]
                     cells = cells[:max(k for k, c in enumerate(cells) if c.graded) + 1]
@@ -341,6 +344,30 @@ def test_honest_playground_code_runs_in_a_graded_notebook(graded, entry):
     assert result.score == result.max_score, f"{entry.name}: the notebook lost points:\n{_verdicts(result)}"
     assert not result.flags, f"{entry.name} ({entry.style}) was flagged (batch {batch.name}): {result.flags}"
     assert not result.restored, f"{entry.name}: the guard reports patches this cell never made: {result.restored}"
+
+
+# --- no catalogued answer is refused, flagged or restored ------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name) for e in EXAMPLE_ENTRIES])
+def test_no_catalogued_answer_is_flagged_refused_or_has_anything_restored(graded, entry):
+    """Every answer of examples/ (mistakes and right answers written another way), graded in the pool as a
+    submission under the course's policy, hidden checks included: the policy refuses none of them, the audit hook
+    flags none, the guard puts back nothing they did not patch, and the alternatives get full marks for their
+    exercise. (Graded in batches of examples only: one answer per exercise in a notebook, so a failure here names
+    the batch; the instructor's whole notebooks: tests/test_sandbox_attacks.py.)"""
+    assert len(EXAMPLE_ENTRIES) > 30 and sum(e.kind == "alternative" for e in EXAMPLE_ENTRIES) >= 10
+    batch, result = graded[entry.name]
+    assert entry.exercise in batch.exercises()
+    text = json.dumps(result.as_dict(), ensure_ascii=False)
+    assert "not available in graded code" not in text, (
+        f"the policy refused an honest answer (batch {batch.name}): {result.problem or _verdicts(result)}")
+    assert not result.flags, f"honest answers were flagged (batch {batch.name}): {result.flags}"
+    assert not result.restored, f"the guard reports patches no honest answer made (batch {batch.name}): {result.restored}"
+    if entry.kind == "alternative":
+        mine = result.as_dict()["exercises"][entry.exercise]
+        assert mine["score"] == mine["max_score"], (
+            f"a right answer written another way lost points: {entry.name}: {mine}\n{_verdicts(result, entry.exercise)}")
 
 
 # --- the self-checks promise what autograding gives ------------------------------------------------------------

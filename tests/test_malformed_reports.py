@@ -10,9 +10,6 @@ A report line the receiver kept is signed by the observer, but signed is not wel
 from __future__ import annotations
 
 import json
-import shutil
-import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -189,58 +186,8 @@ def test_an_error_anywhere_in_judging_a_notebook_is_a_grader_error(monkeypatch):
 
 
 # --- end to end: nbgrader autograde on a class where one notebook's reports are malformed --------------------
-
-MALFORMING_POOL = '''
-from grader.isolation import pool
-
-
-class MalformingPool(pool.Pool):
-    """The real pool, except that the reports of m-malformed's notebooks end with a signed but malformed line."""
-
-    def run_plan(self, plan, timeout):
-        data, ended = super().run_plan(plan, timeout)
-        if pool.GRADING.get("").startswith("m-malformed/"):
-            data += b'\\n{"event": "done", "index": [1], "outputs": [], "error": ""}\\n'
-        return data, ended
-'''
-
-
-@pytest.mark.slow
-def test_a_malformed_report_costs_only_its_notebook_and_autograde_succeeds(tmp_path):
-    import nbformat
-
-    from grader.classroom import course
-    from test_adversarial import _exercises
-    from test_ungradable import AVAILABLE, WHY, _autograde, _hand_in, _honest, _template
-
-    if not AVAILABLE:
-        pytest.skip(f"sandbox unavailable: {WHY}")
-    root = tmp_path / "class"
-    shutil.copytree(_template(tmp_path / "template"), root, symlinks=True)
-    notebook = "01_autograd_basics.ipynb"
-    honest = {notebook: _honest(root, tmp_path / "built")[notebook]}
-    for student in ("a-honest", "m-malformed", "z-honest"):
-        _hand_in(root, student, honest)
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    (plugins / "malforming.py").write_text(textwrap.dedent(MALFORMING_POOL))
-    env = {**course.nbgrader_env(), "PYTHONPATH": str(plugins)}
-
-    returncode, log = _autograde(root, "--TrustedExecute.pool_class=malforming.MalformingPool", env=env)
-
-    assert "Removing failed assignment" not in log and "Traceback" not in log, log[-6000:]
-    assert returncode == 0, log[-6000:]
-    scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
-    first = {e for e, nb in _exercises().items() if nb == notebook}
-    for student in ("a-honest", "z-honest"):
-        assert all(scores[student][e][0] == scores[student][e][1] > 0 for e in first), (student, scores[student])
-    assert all(scores["m-malformed"][e][0] == 0 < scores["m-malformed"][e][1] for e in first), scores["m-malformed"]
-    warned = [line for line in log.splitlines() if "m-malformed" in line and "not graded: grader error" in line]
-    assert warned and "field 'index' must be an integer, not list" in warned[0], log[-4000:]
-    autograded = nbformat.read(str(root / "autograded" / "m-malformed" / course.ASSIGNMENT / notebook), as_version=4)
-    verdicts = [" ".join(o.get("evalue", "") for o in c.outputs) for c in autograded.cells
-                if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
-    assert verdicts and all(v.startswith("not graded: grader error") for v in verdicts), verdicts
+# tests/test_ungradable.py, test_a_malformed_report_costs_only_its_notebook_and_autograde_succeeds: the student
+# m-malformed is graded in the same nbgrader run as the class of unreadable submissions (one run for both).
 
 
 def test_the_class_report_lists_a_grader_error_apart_from_the_mistakes(tmp_path):

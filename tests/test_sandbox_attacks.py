@@ -570,55 +570,30 @@ def _run_events(sources: list[str], timeout: float = 20) -> list[tuple[list[dict
 # --- 6. no honest answer is ever flagged ---------------------------------------------------------------
 
 
-def test_no_catalogued_answer_is_flagged_refused_or_has_anything_restored():
-    """Every answer of examples/ (mistakes and correct alternatives) and the instructor's own, graded in the pool
-    as submissions, under the course's policy: the policy refuses none of them, the audit hook flags none, the guard
-    puts back nothing they did not patch, and the solutions and the alternatives (right answers written another way)
-    get full marks for their exercise."""
-    solutions_dir = SOLUTIONS
-    entries = sorted((course.REPO / "examples").glob("*/*.py"))
-    notebook_of = {}
-    for path in sorted(solutions_dir.glob("*.ipynb")):
-        for cell in nbformat.read(str(path), as_version=4).cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if meta.get("solution"):
-                notebook_of[meta["grade_id"]] = path
-    jobs = [("solutions", path, {}) for path in sorted(solutions_dir.glob("*.ipynb"))]  # whole: every cell
-    right = {}  # alternative -> its exercise
-    for entry in entries:
-        exercise = entry.read_text().split("\n", 1)[0].removeprefix("# exercise:").strip()
-        jobs.append((entry.name, notebook_of[exercise], {exercise: course.mistake_source(entry)}))
-        if entry.parent.name == "alternatives":
-            right[entry.name] = exercise
+def test_no_solution_notebook_is_flagged_refused_or_has_anything_restored():
+    """The instructor's notebooks, whole, graded in the pool as submissions under the course's policy (on the worker
+    the tests above left): the policy refuses nothing, the audit hook flags nothing, the guard puts back nothing, and
+    every notebook gets full marks. The answers of examples/ (every catalogued mistake and right answer written
+    another way) are checked the same way, hidden checks included, in batches, by tests/test_honest_corpus.py
+    (test_no_catalogued_answer_is_flagged_refused_or_has_anything_restored), which grades them for its consistency
+    test anyway."""
     pool = _SHARED["pool"]
     results = []
-    trusted = {path: runner.instructor_cells(nbformat.read(str(path), as_version=4)) for path in notebook_of.values()}
-    for name, path, answers in jobs:
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
         notebook = nbformat.read(str(path), as_version=4)
-        for cell in notebook.cells:
-            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-            if grade_id in answers:
-                cell.source = answers[grade_id]
-        cells = runner.cells_to_run(notebook, trusted[path])
-        if answers:  # up to the answer's last graded cell: what follows is the instructor's, graded with "solutions"
-            (exercise,) = answers
-            last = max(k for k, cell in enumerate(cells) if runner.exercise_of(cell.grade_id) == exercise)
-            cells = cells[:last + 1]
-        results.append((name, runner.grade_cells(name, cells, "solutions", 60, pool=pool)))
-    assert len(results) == len(jobs) > 30 and len(right) >= 10
+        cells = runner.cells_to_run(notebook, runner.instructor_cells(nbformat.read(str(path), as_version=4)))
+        results.append((path.name, runner.grade_cells(path.name, cells, "solutions", 60, pool=pool)))
+    assert len(results) >= 4
     refused = {name: result.problem or "a cell" for name, result in results
                if any(w in json.dumps(result.as_dict(), ensure_ascii=False)
                       for w in ("not available in graded code", "评分代码中不能使用"))}
     flagged = {name: result.flags for name, result in results if result.flags}
     restored = {name: result.restored for name, result in results if result.restored}
-    assert not refused, f"the policy refused honest answers: {refused}"
-    assert not flagged, f"honest answers were flagged: {flagged}"
-    assert not restored, f"the guard reports patches no honest answer made: {restored}"
-    assert all(r.score == r.max_score for name, r in results if name == "solutions")
-    exercises = {name: result.as_dict()["exercises"] for name, result in results}
-    short = {name: exercises[name][exercise] for name, exercise in right.items()
-             if exercises[name][exercise]["score"] != exercises[name][exercise]["max_score"]}
-    assert not short, f"right answers written another way lost points: {short}"
+    assert not refused, f"the policy refused the instructor's code: {refused}"
+    assert not flagged, f"the instructor's notebooks were flagged: {flagged}"
+    assert not restored, f"the guard reports patches the instructor's notebooks never made: {restored}"
+    short = {name: (r.score, r.max_score) for name, r in results if r.score != r.max_score}
+    assert not short, f"the instructor's notebooks lost points: {short}"
 
 
 # --- 7. what the student's cells show comes back, capped and harmless ----------------------------------

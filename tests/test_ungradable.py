@@ -95,24 +95,57 @@ def template(tmp_path_factory):
     return _template(tmp_path_factory.mktemp("ungradable"))
 
 
-@pytest.mark.slow
-@needs_sandbox
-def test_unreadable_submissions_score_0_with_the_reason_and_the_rest_of_the_class_is_graded(template, tmp_path):
-    root = tmp_path / "class"
+# tests/test_malformed_reports.py's end-to-end case is a student of this class too (one nbgrader run for both):
+# m-malformed hands in an honest notebook 1, and the pool below appends a signed but malformed report line to its
+# notebook's reports (issue 29). The pool is the real one for everybody else.
+MALFORMING_POOL = '''
+from grader.isolation import pool
+
+
+class MalformingPool(pool.Pool):
+    """The real pool, except that the reports of m-malformed's notebooks end with a signed but malformed line."""
+
+    def run_plan(self, plan, timeout):
+        data, ended = super().run_plan(plan, timeout)
+        if pool.GRADING.get("").startswith("m-malformed/"):
+            data += b'\\n{"event": "done", "index": [1], "outputs": [], "error": ""}\\n'
+        return data, ended
+'''
+MALFORMED = "m-malformed"
+
+
+@pytest.fixture(scope="module")
+def unreadable_class(template, tmp_path_factory) -> tuple[Path, int, str]:
+    """The class of unreadable submissions (and m-malformed), autograded once: (course, exit status, log)."""
+    assert AVAILABLE, f"sandbox unavailable: {WHY}"
+    work = tmp_path_factory.mktemp("unreadable")
+    root = work / "class"
     shutil.copytree(template, root, symlinks=True)
-    honest = _honest(root, tmp_path / "built")
+    honest = _honest(root, work / "built")
     _hand_in(root, "a-honest", honest)
     for student, data in {**BROKEN, **UNPROCESSABLE}.items():
         others = {name: body for name, body in honest.items() if name != "01_autograd_basics.ipynb"}
         _hand_in(root, student, {"01_autograd_basics.ipynb": data, **(others if student == "b-not-json" else {})})
+    _hand_in(root, MALFORMED, {"01_autograd_basics.ipynb": honest["01_autograd_basics.ipynb"]})
     _hand_in(root, "z-honest", honest)
+    plugins = work / "plugins"
+    plugins.mkdir()
+    (plugins / "malforming.py").write_text(textwrap.dedent(MALFORMING_POOL))
+    env = {**course.nbgrader_env(), "PYTHONPATH": str(plugins)}
 
-    returncode, log = _autograde(root)
+    returncode, log = _autograde(root, "--TrustedExecute.pool_class=malforming.MalformingPool", env=env)
+    return root, returncode, log
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_unreadable_submissions_score_0_with_the_reason_and_the_rest_of_the_class_is_graded(unreadable_class):
+    root, returncode, log = unreadable_class
 
     assert "Removing failed assignment" not in log and "Traceback" not in log, log[-6000:]
     assert returncode == 0, log[-6000:]
     scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
-    assert set(scores) == {"a-honest", "z-honest", *BROKEN, *UNPROCESSABLE}, "every student is in the gradebook"
+    assert set(scores) == {"a-honest", "z-honest", MALFORMED, *BROKEN, *UNPROCESSABLE}, "every student is in the gradebook"
     for student in ("a-honest", "z-honest"):
         assert all(score == top > 0 for score, top in scores[student].values()), (student, scores[student])
     first = {e for e, nb in _exercises().items() if nb == "01_autograd_basics.ipynb"}
@@ -155,6 +188,30 @@ def test_unreadable_submissions_score_0_with_the_reason_and_the_rest_of_the_clas
     assert "unreadable_submission" not in mistakes and "could not be read" not in mistakes, mistakes[:2000]
     unreadable = report.split('<table id="unreadable">', 1)[1].split("</table>", 1)[0]
     assert unreadable.count("<tr>") == 2 and "01_autograd_basics" in unreadable, unreadable
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_a_malformed_report_costs_only_its_notebook_and_autograde_succeeds(unreadable_class):
+    """Issue 29 (tests/test_malformed_reports.py): a signed report line that is not well formed makes m-malformed's
+    notebook alone "not graded: grader error" (0 with the reason); nbgrader removes nothing and exits 0, and the
+    honest students graded with it keep their points."""
+    root, returncode, log = unreadable_class
+
+    assert "Removing failed assignment" not in log and "Traceback" not in log, log[-6000:]
+    assert returncode == 0, log[-6000:]
+    scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
+    notebook = "01_autograd_basics.ipynb"
+    first = {e for e, nb in _exercises().items() if nb == notebook}
+    for student in ("a-honest", "z-honest"):
+        assert all(scores[student][e][0] == scores[student][e][1] > 0 for e in first), (student, scores[student])
+    assert all(scores[MALFORMED][e][0] == 0 < scores[MALFORMED][e][1] for e in first), scores[MALFORMED]
+    warned = [line for line in log.splitlines() if MALFORMED in line and "not graded: grader error" in line]
+    assert warned and "field 'index' must be an integer, not list" in warned[0], log[-4000:]
+    autograded = nbformat.read(str(root / "autograded" / MALFORMED / course.ASSIGNMENT / notebook), as_version=4)
+    verdicts = [" ".join(o.get("evalue", "") for o in c.outputs) for c in autograded.cells
+                if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    assert verdicts and all(v.startswith("not graded: grader error") for v in verdicts), verdicts
 
 
 # --- end to end: a sandbox worker that never becomes ready -----------------------------------------------------
