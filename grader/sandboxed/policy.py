@@ -75,6 +75,8 @@ class Runtime:
         self.stand_in_classes: dict[type, type] = {}  # numpy.ndarray's stand-in, one per notebook (type(a) is np.ndarray)
 
     def install(self) -> None:
+        from grader.sandboxed import autograd_env  # noqa: F401  (the engine watch in place before any graded cell)
+
         ns = self.namespace
         for name in IPYTHON_NAMES:
             ns.pop(name, None)
