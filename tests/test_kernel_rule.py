@@ -216,3 +216,19 @@ def test_the_playground_note_is_in_the_notebooks_language():
             assert note["text"] == "○ " + messages.say("playground_cell") + "\n" and saved["text"] == SAVED[0]["text"]
     with messages.using("zh"):
         assert "练习单元格" in runner._playground_outputs(cell, [10**6])[0]["text"]
+
+
+def test_the_course_cells_are_known_without_the_notebooks_beside_the_package(monkeypatch):
+    """On a shared server or a laptop the grader is installed without notebooks/ beside it: the course's own set-up
+    cell of notebook 2 (it imports gc, which graded code may not) is still the instructor's, never reported as the
+    student's (a fresh clone's test_shared: nbgrader validate failed notebook 2's every check on it)."""
+    import json
+
+    from grader.sandboxed import kernel_rule
+
+    monkeypatch.setattr(kernel_rule, "instructor_sources", lambda: frozenset())
+    notebook = json.loads((ROOT / "notebooks" / "autograd" / "02_custom_function.ipynb").read_text(encoding="utf-8"))
+    setup = next("".join(c["source"]) for c in notebook["cells"]
+                 if c["cell_type"] == "code" and "import gc" in "".join(c["source"]))
+    assert kernel_rule._instructors(setup) and kernel_rule._instructors(setup + "\n")
+    assert not kernel_rule._instructors(setup + "\nx = 1")

@@ -429,3 +429,12 @@ def test_released_notebook_runs_to_the_end_with_every_exercise_unfinished(name, 
             assert said and all(f"'{exercise}'" in line for line in said), (grade_id, text)
             assert "✓" not in text, (grade_id, text)
 
+
+
+def test_the_instructor_cells_digests_are_regenerated():
+    """grader/spec/instructor_cells_digests.py (how the student's kernel knows the course's own cells wherever the
+    grader is installed) is what `python -m grader.spec.instructor_cells` makes from notebooks/ today."""
+    from grader.spec import instructor_cells
+
+    assert instructor_cells.GENERATED.read_text(encoding="utf-8") == instructor_cells.generated(REPO), (
+        "notebooks/ changed: run `.venv/bin/python -m grader.spec.instructor_cells` and commit the result")

@@ -366,8 +366,10 @@ def test_the_notebooks_and_catalogue_compile_under_the_policy() -> None:
 
 
 def test_the_guards_cost_little() -> None:
-    """An attribute read through the policy costs about a microsecond: a backward called thousands of times in a
-    second-order check stays fast."""
+    """An attribute read through the policy costs about two microseconds: a backward called thousands of times in a
+    second-order check stays fast. (100,000 iterations are 200,000 guarded reads, an in-place add each: 0.28-0.39 s
+    of CPU at 7423727, 0.34-0.44 s on 28 Nov with graph nodes' views and the stand-ins' checks, on a quiet machine;
+    the bound leaves room for a loaded one, where the same loop took 0.54 s during the whole suite.)"""
     import time
 
     ns = run_cell("""
@@ -380,7 +382,7 @@ def test_the_guards_cost_little() -> None:
     """)
     start = time.process_time()
     ns["f"](100_000)
-    assert time.process_time() - start < 0.5
+    assert time.process_time() - start < 0.8
 
 
 @pytest.fixture

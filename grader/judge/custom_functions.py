@@ -303,7 +303,7 @@ def _compare_gradients(judge: _Judge, probe: Probe, names: list[str], expected: 
         if not isinstance(r, torch.Tensor) or r.shape != e.shape:
             judge.fail("wrong_gradient_shape", probe, name=name, expected_shape=tuple(e.shape),
                        received_shape=tuple(getattr(r, "shape", ())))
-        if _close(probe, r, e):
+        if dx.close(r, e, **dx.tolerances(probe.dtype, first_derivatives=True)):
             continue
         _fail_if_overflow(judge, probe, e, r, _gradient_of(name), "gradient_overflow", name=name)
         _fail_if_float32_precision(judge, probe, e, r, name, _gradient_of(name))

@@ -43,6 +43,7 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 # The rules (the tables, PolicyError) and the compile time are modules of their own (policy_rules, policy_compile);
 # this module is the run time, the self-checks and IPython's hook, and the name the rest of the grader uses.
 from grader.sandboxed import graph_nodes  # noqa: E402
+from grader.sandboxed.graph_nodes import NodeView as _NODE_VIEW  # noqa: E402
 from grader.sandboxed.policy_stand_ins import (STAND_IN_MODULES, _guard_tick_templates, _inplacevar,  # noqa: E402
                                                _safe_format, _stand_ins)
 from grader.sandboxed.policy_compile import CourseTransformer, check, transform  # noqa: E402,F401
@@ -70,6 +71,7 @@ class Runtime:
         self.special: dict[int, tuple[Any, Any]] = {}
         self.special_for: tuple[str, ...] = ()
         self.progress_bars: dict[type, type] = {}  # tqdm's classes, as graded cells get them (_progress_bar)
+        self.node_types: dict[type, bool] = {}  # whether a type is an autograd graph node (graph_nodes.is_node)
         self.allow_lists: dict[type, frozenset[str] | None] = {}  # _type_allow_list, per type (attribute reads are hot)
         self.modules_seen = 0  # len(sys.modules) when special was last brought up to date
         self.stand_in_classes: dict[type, type] = {}  # numpy.ndarray's stand-in, one per notebook (type(a) is np.ndarray)
@@ -153,7 +155,8 @@ class Runtime:
     def getattr(self, obj: Any, name: str, *default: Any) -> Any:
         if type(name) is not str:
             raise TypeError("attribute name must be a string")
-        obj = graph_nodes.unwrap(obj)  # a graph node's view reads the node's attributes, by the same rules
+        if type(obj) is _NODE_VIEW:  # a graph node's view reads the node's attributes, by the same rules
+            obj = graph_nodes.unwrap(obj)
         if name == "register_hook" and _tensor(obj):
             return _tensor_hook(obj)
         if name.startswith("_") and name not in DUNDER_ATTRIBUTES and not self._own_attribute(obj, name) \
@@ -204,7 +207,13 @@ class Runtime:
             raise _refused(f'"{what}" ({_kind(value)})')
         if isinstance(value, type) and issubclass(value, type) and value not in self.classes:
             raise _refused(f'"{what}" (a metaclass)')
-        return graph_nodes.hand_out(value, what)
+        kind = type(value)
+        node = self.node_types.get(kind)  # (attribute reads are hot: per type, in the runtime, not a grader table)
+        if node is None:
+            node = self.node_types[kind] = graph_nodes.is_node(value)
+        if node or (kind is tuple and what == "next_functions"):
+            return graph_nodes.hand_out(value, what)
+        return value
 
     def getitem(self, obj: Any, key: Any) -> Any:
         return self._hand_out(obj[key], "an item")
