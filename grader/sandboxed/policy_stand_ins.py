@@ -451,6 +451,7 @@ def _progress_bar(real: type, made_before: dict[type, type]) -> type:
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if kwargs.get("bar_format") is not None:
+            self.disable = True  # (tqdm's __del__ closes even a bar never made: it reads this first)
             raise _refused("tqdm(bar_format=...) (desc=, unit= and set_postfix() are fine)")
         real.__init__(self, *args, **kwargs)  # type: ignore[misc]
 
