@@ -127,8 +127,9 @@ def test_a_fork_bomb_is_bounded(tmp_path):
 
 # --- the report channel (grader.boundary.channel), without a sandbox: what the worker reads from a notebook's process ----
 
-def _inbox_with(sends, key: bytes | None = b"k" * 32, second_connection: bool = False):
-    """A child process that connects to a fresh Inbox and runs ``sends(sock, sign)``; returns the Inbox's lines."""
+def _inbox_with(sends, key: bytes | None = b"k" * 32, second_connection: bool = False, serve=None):
+    """A child process that connects to a fresh Inbox and runs ``sends(sock, sign)``; returns the Inbox's lines.
+    ``serve``: (order, checks) the Inbox hands out (``Inbox.serve``)."""
     import json as _json
     import os
     import socket
@@ -136,6 +137,8 @@ def _inbox_with(sends, key: bytes | None = b"k" * 32, second_connection: bool = 
     from grader.boundary import channel
 
     inbox = channel.Inbox(key)
+    if serve is not None:
+        inbox.serve(*serve)
     pid = os.fork()
     if pid == 0:  # the "notebook's process"
         try:
@@ -181,6 +184,38 @@ def test_channel_keeps_signed_lines_of_the_notebooks_process_only():
     assert [line.get("event") for line in lines] == ["start", "flag", "done"], lines
     assert "not signed" in lines[1]["what"]
     assert not [line for line in lines if line.get("index") == 99], lines
+
+
+def test_a_check_is_handed_out_only_in_its_turn_and_only_once():
+    """The worker holds the checks (grader.boundary.channel): a test item's calls go to the notebook's process when
+    it starts that item after every item before it. A start out of the plan's order (an escaped notebook signing
+    its own lines to fetch a later check early) is flagged and answered with nothing; a check is sent once."""
+    import json as _json
+
+    def sends(sock, sign):
+        sock.settimeout(2)
+        got = []
+
+        def start(index):
+            sock.sendall(sign(b'{"event": "start", "index": %d}' % index))
+            try:
+                got.append(sock.recv(65536).decode())
+            except OSError:  # (a timeout: nothing was sent back)
+                got.append("")
+
+        start(2)  # before its turn: nothing
+        sock.sendall(sign(b'{"event": "start", "index": 0}'))
+        sock.sendall(sign(b'{"event": "done", "index": 0, "error": ""}'))
+        start(1)  # its turn: its calls
+        start(1)  # again: out of order now, nothing
+        sock.sendall(sign(_json.dumps({"event": "done", "index": 9, "error": _json.dumps(got)}).encode()))
+
+    checks = {1: [{"entry": "check_one"}], 2: [{"entry": "check_two"}]}
+    lines = _inbox_with(sends, serve=([0, 1, 2], checks))
+    (received,) = [_json.loads(line["error"]) for line in lines if line.get("index") == 9]
+    assert received[0] == "" and received[2] == "", f"a check was handed out of its turn: {received}"
+    assert _json.loads(received[1]) == {"calls": [{"entry": "check_one"}]}, received
+    assert len([f for f in _flags(lines) if "out of the plan's order" in f]) == 2, lines
 
 
 def test_channel_drops_what_a_forked_process_writes_on_the_inherited_connection():

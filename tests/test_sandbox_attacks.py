@@ -143,6 +143,39 @@ def _attacker(case_file: str, notebook: str = "03_double_backward.ipynb") -> tup
 # --- 1. pid 1 (bubblewrap's init) -------------------------------------------------------------------------
 
 
+_SCAN_FOR_CHECKS = r"""
+import gc, re
+pattern = re.compile(rb"Q7x[0-9]{9}xQ7")  # the later check's marker; this text does not match itself
+info["objects"] = sum(1 for o in gc.get_objects() if isinstance(o, (dict, list)) and pattern.search(repr(o).encode()))
+hits = 0
+import ctypes  # (the process is not dumpable: /proc/self/mem is closed to it, its own pointers are not)
+with open("/proc/self/maps") as maps:
+    for row in maps:
+        fields = row.split()
+        start, end = (int(a, 16) for a in fields[0].split("-"))
+        if fields[1].startswith("rw") and end - start <= 1 << 29:
+            hits += len(pattern.findall(ctypes.string_at(start, end - start)))
+info["memory"] = hits
+"""
+
+
+def test_the_childs_memory_holds_no_check_before_it_runs():
+    """The checks are the trusted side's: the notebook's process gets each one when its turn comes, after the cells
+    before it ran (issue 29: an escape printed every hidden check call, shapes and seeds, into the feedback). A cell
+    running as unrestricted code (what an escape from the policy gains) searches its own process, its objects and
+    every writable page, for the call of the check that comes after it. Old code: the whole plan was there."""
+    marker = "Q7x%09dxQ7" % (uuid.uuid4().int % 10**9)
+    plan = [{"kind": "code", "index": 0, "source": _report_code(_SCAN_FOR_CHECKS), "restricted": False},
+            {"kind": "test", "index": 1, "grade_id": "square-first-order",
+             "calls": [{"module": "grader.checks", "entry": "check_" + marker, "check": "first_order",
+                        "kwargs": {"exercise": "square", "seed": 3}}]}]
+    data, outcome = _SHARED["pool"].run_plan(plan, 60)
+    (found,) = _reports(data)
+    assert "crashed" not in found, found
+    assert found == {"objects": 0, "memory": 0}, f"the child held a later check's call before it ran: {found}"
+    assert any('"observed"' in line for line in data.decode().splitlines()), "the check did not run after the cell"
+
+
 def test_pid1_stdout_forged_answer_earns_nothing_and_costs_the_next_notebook_nothing():
     """The notebook writes a complete forged answer (its own task id, forged observations) into /proc/1/fd/1:
     bwrap's init holds the worker's stdout pipe. Old code: the attacker got square=6 (its backward has the wrong

@@ -24,6 +24,13 @@ What holds, and against whom (the observer is the notebook's process while it ru
   nothing in it waits: the caller's deadline holds.
 
 Sizes are capped: one message, and all of a notebook's.
+
+**The checks stay on this side until their turn.** The plan the child is forked with holds the notebook's cells
+and, for each test cell, only its place (``split_plan``); a check's calls (entry points, shapes, seeds, the drawn
+probe's seed) are sent back on the connection when the child reports the ``start`` of that test cell, and only
+if every item before it was started in the plan's order (``Inbox.serve``). What an escape from the policy finds
+in the child's memory is the cells before it and the check running now (whose inputs its code is handed anyway),
+never a later check.
 """
 
 from __future__ import annotations
@@ -42,6 +49,22 @@ REFUSED_CONNECTIONS = 16  # connections from others recorded (flagged) before th
 FLAGS_LIMIT = 50  # flags this side adds per notebook
 PEERCRED = struct.Struct("3i")  # pid, uid, gid
 MAC_BYTES = 32  # hex characters of a line's HMAC-SHA256 kept (128 bits)
+
+
+def split_plan(plan: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[Any, list[Any]]]:
+    """(the plan the child may hold: each test item without its calls; {test item's index: its calls})."""
+    held, checks = [], {}
+    for item in plan:
+        if item.get("kind") == "test":
+            checks[item["index"]] = item.get("calls", [])
+            item = {k: v for k, v in item.items() if k != "calls"}
+        held.append(item)
+    return held, checks
+
+
+def plan_order(plan: list[dict[str, Any]]) -> list[Any]:
+    """The indexes of the plan's items in the order the child starts them (the language item reports nothing)."""
+    return [item["index"] for item in plan if item.get("kind") in ("code", "test")]
 
 
 def sign(key: bytes, payload: bytes) -> bytes:
@@ -74,6 +97,14 @@ class Inbox:
         self.flags = 0
         self.others: set[int] = set()
         self.new_flags: list[str] = []  # flag lines not yet taken by ``take_new_flags``
+        self.order: list[Any] = []  # the plan's item indexes, in order (``serve``)
+        self.checks: dict[Any, list[Any]] = {}  # a test item's calls, sent once when its turn comes
+        self.started = 0  # items of ``order`` started so far
+
+    def serve(self, order: list[Any], checks: dict[Any, list[Any]]) -> None:
+        """Hand each test item's calls to the child when it starts that item in ``order`` (see the module's
+        docstring): a start out of order is flagged and answered with nothing."""
+        self.order, self.checks, self.started = list(order), dict(checks), 0
 
     @staticmethod
     def new_key() -> bytes:
@@ -194,6 +225,22 @@ class Inbox:
         if entry.get("event") == "start":
             self.last_index = entry.get("index")
         self._add_line(payload.decode("utf-8"), entry.get("event") == "flag")
+        if entry.get("event") == "start" and self.order:
+            self._next_item(entry.get("index"))
+
+    def _next_item(self, index: Any) -> None:
+        """The child started item ``index``: in the plan's order, a test item gets its calls now."""
+        expected = self.order[self.started] if self.started < len(self.order) else None
+        if index != expected or type(index) is not type(expected):
+            self._flag(f"a report started plan item {str(index)[:20]} out of the plan's order (expected {expected})")
+            return
+        self.started += 1
+        if index in self.checks and self.connection is not None:
+            reply = json.dumps({"calls": self.checks.pop(index)}).encode("utf-8") + b"\n"
+            try:
+                self.connection.sendall(reply)  # small (a few kB): the socket's buffer takes it without waiting
+            except OSError as exc:  # the child closed its end, or does not read: its checks go unobserved
+                self._flag(f"the grader could not hand the notebook its next check ({type(exc).__name__})")
 
     def _end(self) -> None:
         self.ended = True

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.boundary import channel
 from grader.isolation import sandbox, syscalls
 
 SCRATCH_BYTES = 512 * 2**20  # each worker's private /tmp
@@ -140,7 +141,8 @@ class _Worker:
 
     def run_plan(self, plan: list[dict[str, Any]], timeout: float) -> tuple[bytes, TaskOutcome]:
         task_id = secrets.token_hex(16)  # unguessable: an answer for any other task is not this one's
-        task = {"id": task_id, "plan": plan, "timeout": timeout, "memory": self.pool.limits.memory_bytes,
+        held, checks = channel.split_plan(plan)  # the checks go only once the child is forked (worker's docstring)
+        task = {"id": task_id, "plan": held, "timeout": timeout, "memory": self.pool.limits.memory_bytes,
                 "file_bytes": self.pool.limits.file_bytes}
         try:
             assert self.process.stdin is not None
@@ -153,6 +155,13 @@ class _Worker:
         deadline, flags = time.monotonic() + timeout + 30, []
         while True:
             answer = self._read(max(0.0, deadline - time.monotonic()))
+            if answer is not None and answer.get("id") == task_id and answer.get("forked") is True:
+                try:
+                    self.process.stdin.write(json.dumps({"id": task_id, "checks": list(checks.items())}) + "\n")
+                    self.process.stdin.flush()
+                except (BrokenPipeError, OSError):
+                    pass  # the worker is gone: its silence is read next
+                continue
             if answer is None or answer.get("id") != task_id or "flags" not in answer:
                 break
             flags += [line for line in answer["flags"] if isinstance(line, str)] if isinstance(answer["flags"], list) else []

@@ -30,12 +30,13 @@ import nbformat
 
 from grader.judge import outputs, testcells
 from grader.isolation import sandbox
-from grader.boundary import reports, wire
+from grader.boundary import channel, reports, wire
 from grader.boundary.channel import RESULTS_LIMIT  # bytes of results read from the sandbox
 from grader.boundary.limits import NOTEBOOK_SECONDS
 from grader.judge.testcells import exercise_of  # noqa: F401 (part of this module's interface)
 from grader.judge.diagnosis import CheckFailed, check_label, passed_line  # noqa: F401 (check_label: interface)
 from grader.spec import messages, registry
+from grader.spec.exercises import check_draw
 from grader.spec.messages import say
 
 if TYPE_CHECKING:
@@ -246,7 +247,7 @@ def _grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float, 
     token = GRADING.set(name)  # (a pool that has something to say about this run names the notebook)
     from grader.spec.exercises import draw_seed
 
-    draw = draw_seed()  # this run's drawn probe (Exercise.probes): in the plan only with the calls that use it
+    draw = draw_seed()  # this run's drawn probe (Exercise.probes): each check call gets its own seed from it (check_draw)
     try:
         executed = _execute([c for c in cells if not c.playground], timeout, allow_unsandboxed, list(hide), pool, draw)
     finally:
@@ -397,9 +398,9 @@ def _judge_cell(cell: Cell, entry: dict[str, Any], failed: list[tuple[Cell, dict
     lines: list[str] = []
     findings: list[dict[str, Any]] = []
     passed, seen = True, set()
-    for call, answer in zip(cell.calls, calls):
+    for n, (call, answer) in enumerate(zip(cell.calls, calls)):
         label = say("hidden_check_label") + " " if call.hidden else ""
-        ok, text, finding = _judge_call(call, answer, failed, draw)
+        ok, text, finding = _judge_call(call, answer, failed, None if draw is None else check_draw(draw, cell.grade_id, n))
         passed = passed and ok
         if finding is not None:
             findings.append({**finding, "hidden": call.hidden})
@@ -455,8 +456,9 @@ def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: l
     for cell in cells:
         key = cell.index if cell.index >= 0 else beyond + len(plan)
         if cell.graded:
-            calls = [{**c.as_dict(), "draw": draw} if draw is not None and registry.takes_exercise(c.module)
-                     else c.as_dict() for c in cell.calls]
+            calls = [{**c.as_dict(), "draw": check_draw(draw, cell.grade_id, n)}
+                     if draw is not None and registry.takes_exercise(c.module) else c.as_dict()
+                     for n, c in enumerate(cell.calls)]
             plan.append({"kind": "test", "index": key, "grade_id": cell.grade_id, "calls": calls})
         else:
             plan.append({"kind": "code", "index": key, "source": cell.source, "restricted": cell.restricted})
@@ -472,9 +474,10 @@ def _execute(cells: list[Cell], timeout: float, allow_unsandboxed: bool, hide: l
         return _execute_in(pool, plan, keys, cells, timeout)
     scratch = Path(tempfile.mkdtemp(prefix="grader-"))
     try:  # no sandbox, explicitly allowed by the instructor: trusted code only
-        (scratch / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+        held, checks = channel.split_plan(plan)  # the checks go as the sandboxed worker sends them: one at a time
+        (scratch / "plan.json").write_text(json.dumps(held), encoding="utf-8")
         env = {"MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore", "GRADER_NO_DRAW": "1", "PYTHONNOUSERSITE": "1"}
-        data, outcome = _run_unsandboxed(scratch, env, timeout)
+        data, outcome = _run_unsandboxed(scratch, env, timeout, channel.plan_order(held), checks)
         return _read_results(data, keys, cells, outcome)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -487,12 +490,13 @@ def _execute_in(pool: "Pool", plan: list[dict[str, Any]], keys: dict[int, Any], 
     return _read_results(data, keys, cells, outcome)
 
 
-def _run_unsandboxed(scratch: Path, env: dict[str, str], timeout: float) -> tuple[bytes, sandbox.Outcome]:
-    """Run the plan in a plain child process, reading its reports as the sandboxed worker would."""
-    from grader.boundary import channel
-
+def _run_unsandboxed(scratch: Path, env: dict[str, str], timeout: float, order: list[Any],
+                     checks: dict[Any, list[Any]]) -> tuple[bytes, sandbox.Outcome]:
+    """Run the plan in a plain child process, reading its reports and handing it its checks as the sandboxed worker
+    would."""
     started = time.monotonic()
     inbox = channel.Inbox()
+    inbox.serve(order, checks)
     argv = [sys.executable, "-m", "grader.sandboxed.child", str(scratch / "plan.json"), inbox.address.replace("\0", "@", 1)]
     child = subprocess.Popen(argv, cwd=scratch, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

@@ -56,14 +56,12 @@ torch._functorch.predispatch.lazy_load_decompositions()  # vmap loads them on fi
 
 from grader.spec import exercises, messages, registry
 from grader.sandboxed import observe, observe_functions, policy
-from grader.sandboxed.code_origin import origin_check
+from grader.sandboxed.audit import ALWAYS_FLAGGED, JUDGED_BY_ARGUMENTS, QUIET_EVENTS_KEPT, suspicion  # noqa: F401
 from grader.sandboxed.guarded import LIBRARY_REBINDS, TABLES_UNGUARDED, grader_modules, reached
 from grader.sandboxed.shell import NEEDS_IPYTHON_TRANSFORMS, Outputs, make_shell  # noqa: F401  (worker, tests)
 from grader.boundary import wire
 from grader.spec.exercises import get
 
-GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # grader/, every layer
-TRUSTED_CODE = tuple({os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.__file__))})
 MISSING = object()
 CHANNEL_BROKEN = 86  # exit status of a child whose report could not be sent (grader.sandboxed.worker, grader.judge.runner read it)
 MAC_HEX = 32  # hex characters of a line's HMAC kept: grader.boundary.channel.MAC_BYTES
@@ -108,26 +106,6 @@ REBOUND_BY_TORCH = frozenset({
 ADDITIONS_REMOVED = (builtins, torch._VF)  # and every module of grader_modules()
 BUILTIN_NAMES = frozenset(vars(builtins))
 
-# Audit events no honest answer raises (measured on the course's solutions, the catalogue and alternatives).
-ALWAYS_FLAGGED = {
-    "gc.get_referrers": "gc.get_referrers (reaching the grader's objects)",
-    "gc.get_referents": "gc.get_referents (reaching the grader's objects)",
-    "gc.get_objects": "gc.get_objects (reaching the grader's objects)",
-    "sys._current_frames": "sys._current_frames (reading the grader's frames)",
-    "_thread.start_new_thread": "starting a thread",
-    "sys.addaudithook": "adding an audit hook",
-    "sys.settrace": "a trace hook (sys.settrace)",
-    "sys.setprofile": "a profile hook (sys.setprofile)",
-    "os.exec": "replacing the process (os.exec*)",
-    "os.posix_spawn": "starting a program (os.posix_spawn)",
-}
-FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
-PROC_DESCRIPTORS = ("/proc/", "/dev/fd")
-# The events whose verdict depends on their arguments (``_suspicion``), and those the hook reads itself: every other
-# event is judged by its name alone, so one found harmless is not judged again (see ``run_cells``' audit hook).
-JUDGED_BY_ARGUMENTS = frozenset({"sys._getframe", "object.__getattr__", "open", "object.__setattr__",
-                                 "object.__delattr__", "compile", "code.__new__"})
-QUIET_EVENTS_KEPT = 512  # harmless event names remembered at most (a notebook could raise any number of names)
 
 
 def _grader_classes() -> list[type]:
@@ -566,7 +544,7 @@ def run_cells(plan: list[dict[str, Any]], address: str, key: bytes | None = None
     # Everything this loop calls is held in locals (of this frame and of closures only an audited gc walk or
     # frame access could reach): replacing grader.sandboxed.child.* or module globals from a cell changes nothing here.
     dumps, encode, as_text = json.dumps, wire.encode, repr
-    suspicious, length, os_error, any_error = _suspicion(), len, OSError, Exception  # builtins a cell may rebind
+    suspicious, length, os_error, any_error = suspicion(), len, OSError, Exception  # builtins a cell may rebind
     reporting = [False]
     position = [None]  # the plan item running now, for flags
     flagged: set[tuple[Any, str]] = set()
@@ -581,7 +559,20 @@ def run_cells(plan: list[dict[str, Any]], address: str, key: bytes | None = None
     channel.connect(address)  # even of what is sent before the worker accepts the connection
     send, channel_fd, fstat, get_pid, exit_now = channel.sendall, channel.fileno(), os.fstat, os.getpid, os._exit
     own_pid, own_socket = get_pid(), (fstat(channel_fd).st_dev, fstat(channel_fd).st_ino)
-    detach, close_fd = channel.detach, os.close
+    detach, close_fd, receive, loads = channel.detach, os.close, channel.recv, json.loads
+    unread = [b""]  # bytes received after the last line
+
+    def next_check() -> list[Any]:
+        """The calls of the test item just started, as the trusted side sends them (grader.boundary.channel): this
+        process never holds a check before its turn."""
+        data = unread[0]
+        while b"\n" not in data:
+            more = receive(65536)
+            if not more:
+                exit_now(CHANNEL_BROKEN)  # the worker is gone: nothing can be observed or reported
+            data += more
+        line, _, unread[0] = data.partition(b"\n")
+        return loads(line)["calls"]
 
     def forget_channel() -> None:  # in a process forked through Python: it cannot speak for the observer
         try:
@@ -706,9 +697,16 @@ def run_cells(plan: list[dict[str, Any]], address: str, key: bytes | None = None
         threading.setprofile(None)  # type: ignore[arg-type]
         restored.clear()
         restored.extend(restore_all())
+        reporting[0] = True
+        try:
+            checks = item["calls"] if "calls" in item else next_check()
+        except any_error:
+            exit_now(CHANNEL_BROKEN)
+        finally:
+            reporting[0] = False
         current[0] = after_student
         calls = []
-        for call in item["calls"]:
+        for call in checks:
             try:
                 calls.append({"observations": observe_one(call, shell.user_ns, after_student)})
             except Exception as exc:  # the function under test is missing or its lookup failed
@@ -723,66 +721,6 @@ def main(plan_path: str, address: str) -> None:
     with open(plan_path, encoding="utf-8") as f:
         plan = json.load(f)
     run_cells(plan, "\0" + address[1:] if address.startswith("@") else address)  # "@name": an abstract socket
-
-
-def _suspicion() -> Callable[[str, tuple[Any, ...]], str]:
-    """The audit hook's judgement of an event: what it attempted, if no honest answer does it; else "".
-
-    What it reads is taken into its closure when the child starts, before any notebook code: its own copies of the
-    tables, C functions and methods, strings. A cell that replaces this module's functions, empties its tables or
-    rebinds builtins (len, isinstance) or os.path changes nothing it decides; the closure itself is reachable only
-    through gc walks and frames, which it flags."""
-    always = dict(ALWAYS_FLAGGED)
-    flagged_event, frame_attributes = always.get, frozenset(FRAME_ATTRIBUTES)
-    proc_descriptors, grader_dir, trusted_code = tuple(PROC_DESCRIPTORS), str(GRADER_DIR), tuple(TRUSTED_CODE)
-    get_frame, is_instance, length, text_type, bytes_type = sys._getframe, isinstance, len, str, bytes
-    decode = bytes.decode
-
-    def student_file(filename: Any) -> bool:
-        """Code that is neither the Python install, the venv, nor a frozen module: a notebook cell or a file it wrote
-        (a path that is not absolute, or has "." or ".." parts, counts as the notebook's: no os.path here)."""
-        if not is_instance(filename, text_type):
-            return True
-        if filename.startswith(grader_dir):
-            return True
-        if filename.startswith("<frozen"):
-            return False
-        return not (filename.startswith(trusted_code) and "/../" not in filename and "/./" not in filename)
-
-    forged = origin_check(student_file)  # a library's file name claimed by code that is not its source
-
-    def suspicious(event: str, args: tuple[Any, ...]) -> str:
-        what = flagged_event(event)
-        if what:
-            return what
-        if event == "compile" or event == "code.__new__":
-            return forged(event, args)
-        if event.startswith("ctypes."):
-            return f"ctypes ({event}): raw memory access"
-        if event.startswith("socket.") and event != "socket.getaddrinfo":
-            return f"a socket ({event})"
-        if event == "sys._getframe":
-            code = args[0].f_code
-            caller = get_frame(2).f_code
-            if student_file(code.co_filename) or (caller.co_name == "walk_stack"
-                                                  and caller.co_filename.endswith("traceback.py")):
-                return "frame access (sys._getframe) to student or grader frames"
-            return ""
-        if event == "object.__getattr__" and length(args) > 1 and args[1] in frame_attributes:
-            caller = get_frame(2).f_code.co_filename
-            return f"frame access ({args[1]})" if student_file(caller) and not caller.startswith(grader_dir) else ""
-        if event == "open" and args:
-            path = args[0]
-            # (an open by descriptor number is not flagged: this process holds no descriptor of the grader's,
-            # and the standard library opens its own pipes that way, e.g. subprocess)
-            text = path if is_instance(path, text_type) else (
-                decode(path, "utf-8", "surrogateescape") if is_instance(path, bytes_type) else "")
-            if text.startswith(proc_descriptors) and ("/fd" in text or "/mem" in text or "/map_files" in text
-                                                      or "/task/" in text):
-                return f"opening {text[:60]}"
-        return ""
-
-    return suspicious
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Where a code object came from, for the sandboxed child's audit hook: a library's file, or the notebook.
 
-The audit hook (``grader.sandboxed.child._suspicion``) judges some events by whose code raised them: reading a
+The audit hook (``grader.sandboxed.audit.suspicion``) judges some events by whose code raised them: reading a
 frame's ``f_back`` or a traceback's ``tb_frame`` is what the standard library's ``traceback`` module does, and a
 notebook's own code doing it is walking to the grader's frames. It tells them apart by the file a code object names
 (``co_filename``). A name is only a claim: code an escaped cell compiles under ``/usr/lib/python3.11/os.py`` would

@@ -5,9 +5,12 @@ per notebook.
 
 Protocol with the pool, one JSON object per line over the worker's stdin and stdout. The worker first says
 {"ready", "fingerprint"} (the digest of the grader package it imported: the pool checks it is its own). The
-pool then sends {"id", "plan", "timeout", "memory", "file_bytes"}; the worker forks a child that runs the
-plan (``grader.sandboxed.child.run_cells``) in a fresh folder of the sandbox's private, size-limited /tmp, and answers
-{"id", "returncode", "stopped", "seconds", "results"} once the child is gone, or {"id", "unhealthy"} when
+pool then sends {"id", "plan", "timeout", "memory", "file_bytes"}, a plan whose test items carry no calls
+(``grader.boundary.channel.split_plan``); the worker forks a child that runs the plan
+(``grader.sandboxed.child.run_cells``) in a fresh folder of the sandbox's private, size-limited /tmp, says
+{"id", "forked"}, and only then reads the checks' calls ({"id", "checks": [[index, calls], ...]}): they were
+never in the memory the child was forked from, and reach it one test cell at a time (``channel.Inbox.serve``).
+It answers {"id", "returncode", "stopped", "seconds", "results"} once the child is gone, or {"id", "unhealthy"} when
 it finds itself unfit to grade (a folder it could not empty, a process it could not stop): the pool then
 grades that notebook on a fresh worker and charges nobody.
 
@@ -386,8 +389,9 @@ def _run_child(task: dict, folder: str, inbox: channel.Inbox, base_memory: int) 
     return pid
 
 
-def _grade(task: dict, base_memory: int, tell: Any = lambda flags: None) -> dict:
-    """Run one notebook; ``tell(lines)`` hands on its flags as they arrive (they outlive this worker)."""
+def _grade(task: dict, base_memory: int, tell: Any = lambda flags: None, ask: Any = lambda: []) -> dict:
+    """Run one notebook; ``tell(lines)`` hands on its flags as they arrive (they outlive this worker); ``ask()``,
+    called once the child is forked, gives the checks' calls ([[index, calls], ...]: see the module's docstring)."""
     started = time.monotonic()
     folder = os.path.join(SCRATCH, "notebook")
     os.mkdir(folder, 0o700)
@@ -395,6 +399,7 @@ def _grade(task: dict, base_memory: int, tell: Any = lambda flags: None) -> dict
     stopped, status = "", 0
     try:
         pid = _run_child(task, folder, inbox, base_memory)
+        inbox.serve(channel.plan_order(task["plan"]), _checks(ask()))
         deadline = started + float(task["timeout"])
         while True:
             select.select(inbox.waitables(), [], [], 0.005)  # nothing here waits longer: the deadline holds
@@ -426,6 +431,14 @@ def _grade(task: dict, base_memory: int, tell: Any = lambda flags: None) -> dict
             "results": "\n".join(inbox.lines)}
 
 
+def _checks(pairs: Any) -> dict[Any, list[Any]]:
+    """{index: calls} from the pool's [[index, calls], ...]; anything else gives no calls (those checks score 0)."""
+    if not isinstance(pairs, list):
+        return {}
+    return {pair[0]: pair[1] for pair in pairs
+            if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], int) and isinstance(pair[1], list)}
+
+
 def main() -> None:
     if not in_own_pid_namespace():
         # Cleaning up after a notebook kills every other process in the namespace: never outside a sandbox.
@@ -444,7 +457,10 @@ def main() -> None:
     out.write(json.dumps({"ready": True, "fingerprint": fingerprint.digest(Path(here)).hex()[:16],
                           "package": here}) + "\n")
     out.flush()
-    for line in sys.stdin:
+    while True:
+        line = sys.stdin.readline()  # (readline, not iteration: the checks line is read in the middle of a task)
+        if not line:
+            return
         task = json.loads(line)
         why = unfit()
         if why:
@@ -455,8 +471,14 @@ def main() -> None:
             out.write(json.dumps({"id": task_id, "flags": flags}) + "\n")
             out.flush()
 
+        def ask(task_id: str = task["id"]) -> Any:
+            out.write(json.dumps({"id": task_id, "forked": True}) + "\n")
+            out.flush()
+            reply = json.loads(sys.stdin.readline() or "{}")
+            return reply.get("checks") if isinstance(reply, dict) and reply.get("id") == task_id else None
+
         try:
-            answer = _grade(task, base_memory, tell)
+            answer = _grade(task, base_memory, tell, ask)
         except Exception as exc:  # noqa: BLE001  (a notebook must never take its worker down with it)
             out.write(json.dumps({"id": task["id"], "unhealthy": f"grading failed in the worker ({type(exc).__name__}: "
                                                                    f"{str(exc)[:200]})"}) + "\n")

@@ -302,6 +302,16 @@ def draw_seed() -> int:
     return int(fixed) if fixed.lstrip("-").isdigit() else secrets.randbelow(2**31)
 
 
+def check_draw(draw: int, grade_id: str, position: int) -> int:
+    """The drawn probe's seed of one check call (the ``position``-th call of test cell ``grade_id``), from the run's
+    ``draw``: each check gets its own, and the one a check's code is handed tells nothing of the others' (nor of
+    ``draw``: a hash cannot be inverted)."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{draw}:{grade_id}:{position}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % 2**31
+
+
 NB2, NB3, NB4 = "02_custom_function.ipynb", "03_double_backward.ipynb", "04_modern_functions.ipynb"
 
 # mistake -> (notebook, section heading) that teaches it, when that is not the exercise's own section.
