@@ -12,8 +12,9 @@ NBGRADER   := $(BIN)/nbgrader
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 # make autograde JOBS=4 DB_URL=postgresql+psycopg://user@host/db: 4 nbgrader processes over disjoint groups of
-# students, one PostgreSQL gradebook (README, "Large classes"). Both are passed on as GRADER_JOBS / GRADER_DB_URL,
-# which nbgrader_config.py also reads: set GRADER_DB_URL in your shell to use that gradebook for every command.
+# students, one PostgreSQL gradebook (docs/cluster.md, "Large classes"). Both are passed on as GRADER_JOBS /
+# GRADER_DB_URL, which nbgrader_config.py also reads: set GRADER_DB_URL in your shell to use that gradebook for every
+# command.
 ifdef JOBS
 export GRADER_JOBS := $(JOBS)
 endif
@@ -120,7 +121,7 @@ report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distribution
 scores: $(STAMP) ## print scores per student and exercise from the gradebook (gradebook.db, or GRADER_DB_URL)
 	$(BIN)/python -m grader.course scores
 
-# A shared teaching server (README, "Shared teaching server"): nbgrader's file-system exchange. PREFIX: the students'
+# A shared teaching server (docs/shared-server.md): nbgrader's file-system exchange. PREFIX: the students'
 # read-only environment; EXCHANGE: nbgrader's exchange folder (its default); COURSE: the course folder to make private;
 # GROUP: the students' Unix group, let through to a Python they could not reach (pyenv's under /root).
 PREFIX   ?= /opt/autograd-course

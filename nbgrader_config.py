@@ -23,7 +23,7 @@ import sysconfig  # noqa: E402
 _scripts = sysconfig.get_path("scripts")
 if os.path.isfile(os.path.join(_scripts, "alembic")) and os.environ.get("PATH", "").split(os.pathsep)[0] != _scripts:
     os.environ["PATH"] = _scripts + os.pathsep + os.environ.get("PATH", os.defpath)
-# A shared teaching server (README, "Shared teaching server"): nbgrader's collect, each collected submission left
+# A shared teaching server (docs/shared-server.md): nbgrader's collect, each collected submission left
 # 700/600 to the instructor (nbgrader keeps the exchange's 777, where another student could write into it).
 c.ExchangeFactory.collect = "grader.shared.PrivateCollect"
 # The gradebook: nbgrader's default (<course>/gradebook.db, SQLite) or, when GRADER_DB_URL is set, that database

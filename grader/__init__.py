@@ -10,7 +10,7 @@
 - ``grader.judge``: verdicts from observations (judges, diagnosis, test-cell parsing, the runner).
 - ``grader.classroom``: nbgrader's plugins, autograde, the demo, the gradebook, the report, the CLI.
 
-README, "How the grader is built", has the picture and what each layer may import.
+docs/design.md, "How the grader is built", has the picture and what each layer may import.
 
 Importing this package is cheap (no nbgrader, no Jupyter) so that students'
 self-checks answer quickly.

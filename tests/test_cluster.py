@@ -343,7 +343,7 @@ def _graded_lines(log: str) -> list[str]:
 @needs_sandbox
 def test_the_demo_class_by_three_processes_on_dask_into_postgresql_gets_the_local_pools_gradebook(
         loopback, workdir, template, demo_run, postgres_url):
-    """The scale-out the README gives a big class (`make autograde JOBS=N DB_URL=postgresql+psycopg://...` with
+    """The scale-out docs/cluster.md gives a big class (`make autograde JOBS=N DB_URL=postgresql+psycopg://...` with
     GRADER_SCHEDULER set): 3 nbgrader processes over disjoint students, their notebooks graded on the Dask workers,
     one PostgreSQL gradebook (issue 10, parts 1 and 2, together). Every student x notebook x cell gets the score, the
     comment and the verdict that one process on the local pool wrote to SQLite (conftest's demo_run), each notebook is

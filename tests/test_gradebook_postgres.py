@@ -6,7 +6,7 @@ Debian's initdb and pg_ctl, in a temporary folder, as an unprivileged user, on a
 reason where PostgreSQL is not installed, and failing instead in CI). The end-to-end run, 3 nbgrader processes
 writing one PostgreSQL gradebook with their notebooks graded on Dask workers, which must equal the gradebook one
 process writes to SQLite cell by cell, with the score table, feedback, the class report and `nbgrader export`
-reading it, is in tests/test_cluster.py (the scale-out the README gives a big class, tested as a whole).
+reading it, is in tests/test_cluster.py (the scale-out docs/cluster.md gives a big class, tested as a whole).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Adding an exercise is one spec entry and one solution notebook (README, "To add an exercise").
+"""Adding an exercise is one spec entry and one solution notebook (docs/design.md, "To add an exercise").
 
 A temporary course gets a copy of ``grader/`` whose only change is ONE entry in ``grader/spec/exercises.py`` (a custom
 Function ``Tanh``), one solution notebook (nbgrader markers, test cells calling ``checks.<check>("tanh", ...)``), and
@@ -260,25 +260,25 @@ def test_each_mistake_loses_its_checks_points_and_is_diagnosed_by_name(graded, s
         assert f"✗ tanh · {label}" in page, (label, "not named in the feedback page")
 
 
-def _readme_section() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    start = text.index("### To add an exercise")
+def _docs_section() -> str:
+    text = (REPO / "docs" / "design.md").read_text(encoding="utf-8")
+    start = text.index("## To add an exercise")
     end = text.find("\n#", start + 10)
     return text[start:end if end > 0 else None]
 
 
-def test_the_readmes_spec_entry_is_the_one_this_test_adds():
+def test_the_docs_spec_entry_is_the_one_this_test_adds():
     import ast
 
-    section = _readme_section()
+    section = _docs_section()
     entry = next(b for b in re.findall(r"```python\n(.*?)```", section, re.S) if b.lstrip().startswith("Exercise("))
     assert ast.dump(ast.parse(entry.strip().rstrip(","))) == ast.dump(ast.parse(ENTRY.strip().rstrip(",")))
     assert "grader/spec/exercises.py" in section and "unary_probes" in section
 
 
-def test_the_readme_lists_exactly_the_registrys_custom_function_checks():
+def test_the_docs_list_exactly_the_registrys_custom_function_checks():
     from grader.spec import registry
 
-    listed = re.search(r"The checks are (.*?) \(`grader/spec/registry.py`\)", _readme_section(), re.S)
-    assert listed, "README, 'To add an exercise': the sentence listing the checks"
+    listed = re.search(r"The checks are (.*?) \(`grader/spec/registry.py`\)", _docs_section(), re.S)
+    assert listed, "docs/design.md, 'To add an exercise': the sentence listing the checks"
     assert set(re.findall(r"`(\w+)`", listed.group(1))) == set(registry.CHECK_FUNCTIONS["checks"])

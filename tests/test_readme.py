@@ -1,10 +1,11 @@
-"""The README's examples are what the commands really print (issue 21, problem 8).
+"""The examples of the README and docs/*.md are what the commands really print (issue 21, problem 8).
 
 - the demo's table: the README's header and rows are lines `make demo` prints (its columns, its totals), and the
   prose around it counts the same students and exercises; "about N lines" is the demo's output within a few lines;
-- every `make X` the README names is a target of the Makefile;
-- `make postgres` prints the stop command the README's example uses (`make postgres-stop`);
-- a number of tests, if the README gives one, is what `pytest --collect-only -q` collects.
+- `make postgres` prints the stop command docs/cluster.md's example uses (`make postgres-stop`);
+- a number of tests, if the README or a page of docs/ gives one, is what `pytest --collect-only -q` collects.
+
+That every `make X` they name is a target of the Makefile, and every link leads somewhere: tests/test_docs.py.
 
 The demo is run once for the session (conftest.py's fixture `demo_run`: `python -m grader.course demo` in a temporary
 folder).
@@ -25,18 +26,16 @@ from grader.classroom import course
 
 REPO = course.REPO
 README = (REPO / "README.md").read_text(encoding="utf-8")
+# The README and every page of docs/, for what may be said on any of them.
+DOCS = "\n".join(page.read_text(encoding="utf-8")
+                 for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
 
 
 def code_spans(text: str) -> list[str]:
-    """The README's code: each fenced block, and each inline `code` span outside them."""
+    """A page's code: each fenced block, and each inline `code` span outside them."""
     blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.M | re.S)
     prose = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.M | re.S)
     return blocks + re.findall(r"`([^`\n]+)`", prose)
-
-
-def makefile_targets() -> set[str]:
-    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
-    return set(re.findall(r"^([A-Za-z][\w-]*)\s*:(?!=)", makefile, flags=re.M))
 
 
 def readme_demo_table() -> list[str]:
@@ -45,35 +44,27 @@ def readme_demo_table() -> list[str]:
     return block.rstrip("\n").split("\n")
 
 
-# --- cheap: the Makefile and pytest ------------------------------------------------------------------------------
+# --- cheap: pytest and make postgres -----------------------------------------------------------------------------
 
 
-def test_every_make_target_the_readme_names_is_a_makefile_target():
-    named = {target for span in code_spans(README)
-             for target in re.findall(r"(?:^|[\s;&|(])make\s+([a-z][a-z0-9-]*)(?=[\s`;&|)]|$)", span, flags=re.M)}
-    assert {"demo", "autograde", "feedback", "postgres", "postgres-stop"} <= named, sorted(named)
-    missing = sorted(named - makefile_targets())
-    assert not missing, f"the README names make targets the Makefile does not have: {missing}"
-
-
-def test_a_test_count_in_the_readme_is_what_pytest_collects():
-    stated = {int(n.replace(",", "")) for n in re.findall(r"\b(\d[\d,]*) tests\b", README)}
-    if not stated:  # the README says how to count them instead: nothing to go stale
-        assert "--collect-only" in README
+def test_a_test_count_in_the_docs_is_what_pytest_collects():
+    stated = {int(n.replace(",", "")) for n in re.findall(r"\b(\d[\d,]*) tests\b", DOCS)}
+    if not stated:  # the docs say how to count them instead (docs/design.md): nothing to go stale
+        assert "--collect-only" in DOCS
         return
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     found = re.search(r"^(\d+) tests? collected", done.stdout, flags=re.M)
     assert found, done.stdout[-2000:] + done.stderr[-2000:]
-    assert stated == {int(found.group(1))}, f"the README says {stated} tests; pytest collects {found.group(1)}"
+    assert stated == {int(found.group(1))}, f"the docs say {stated} tests; pytest collects {found.group(1)}"
 
 
-def test_make_postgres_prints_the_stop_command_the_readme_names():
+def test_make_postgres_prints_the_stop_command_the_docs_name():
     from grader.classroom import postgres
 
-    example = next(b for b in code_spans(README) if "make postgres " in b or b.startswith("make postgres"))
+    example = next(b for b in code_spans(DOCS) if "make postgres " in b or b.startswith("make postgres"))
     stop = re.search(r"^(make postgres-stop)\b", example, flags=re.M)
-    assert stop, f"the README's example does not stop the server with make postgres-stop:\n{example}"
+    assert stop, f"docs/cluster.md's example does not stop the server with make postgres-stop:\n{example}"
     try:
         postgres.binaries()
     except postgres.Unavailable as why:  # (make install installs Debian's postgresql)

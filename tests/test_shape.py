@@ -1,4 +1,4 @@
-"""The shape of ``grader/``: its layers (README, "How the grader is built") and the rules that keep it so.
+"""The shape of ``grader/``: its layers (docs/design.md, "How the grader is built") and the rules that keep it so.
 
 - the import contracts in pyproject.toml ([tool.importlinter]) hold: ``lint-imports`` passes;
 - no module grows past ``MAX_LINES`` (the ones already over it may only shrink);
@@ -45,7 +45,8 @@ def test_import_contracts_hold() -> None:
     assert lint.exists(), f"{lint} is missing: run `make install` (import-linter is pinned in requirements.lock)"
     done = subprocess.run([str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, (f"an import crosses the grader's layers (pyproject.toml, [tool.importlinter]; "
-                                  f"README, 'How the grader is built'):\n{done.stdout[-6000:]}{done.stderr[-2000:]}")
+                                  f"docs/design.md, 'How the grader is built'):\n"
+                                  f"{done.stdout[-6000:]}{done.stderr[-2000:]}")
 
 
 def test_no_contract_ignores_an_import() -> None:
@@ -117,7 +118,8 @@ def test_a_name_of_a_missing_module_is_found() -> None:
     assert problems("import grader.course", attack=True)[0].startswith("grader.course: a facade")
 
 
-@pytest.mark.parametrize("where", ["grader", "nbgrader_config.py", "Makefile", "README.md", "tests/adversarial"])
+@pytest.mark.parametrize("where", ["grader", "nbgrader_config.py", "Makefile", "README.md", "docs",
+                                   "tests/adversarial"])
 def test_every_grader_name_names_a_module_that_exists(where: str) -> None:
     root = REPO / where
     files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts) if root.is_dir() \
@@ -130,9 +132,9 @@ def test_every_grader_name_names_a_module_that_exists(where: str) -> None:
 
 
 def test_every_grader_file_path_written_exists() -> None:
-    """``grader/<...>.py`` as the README, the Makefile, nbgrader_config.py, the tests and the grader write it."""
-    places = [REPO / "README.md", REPO / "Makefile", REPO / "nbgrader_config.py", *sorted((REPO / "tests").glob("*.py")),
-              *sorted(GRADER.rglob("*.py"))]
+    """``grader/<...>.py`` as the README, docs/, the Makefile, nbgrader_config.py, the tests and the grader write it."""
+    places = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "Makefile", REPO / "nbgrader_config.py",
+              *sorted((REPO / "tests").glob("*.py")), *sorted(GRADER.rglob("*.py"))]
     missing = sorted({f"{place.relative_to(REPO)}: {path}" for place in places
                       for path in re.findall(r"(?<![\w/.])grader/[\w/]+\.py", place.read_text(errors="replace"))
                       if not (REPO / path).exists()})

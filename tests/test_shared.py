@@ -1,4 +1,4 @@
-"""A shared teaching server (README, "Shared teaching server"): nbgrader's file-system exchange between the
+"""A shared teaching server (docs/shared-server.md): nbgrader's file-system exchange between the
 instructor's private course and real Unix student accounts, the students' read-only environment, the Python the
 lock needs, and nbgrader commands run straight from the venv."""
 
@@ -53,7 +53,9 @@ def test_the_python_check_asks_for_what_the_lock_needs():
     assert f"sys.version_info >= {needed}" in makefile, "the Makefile's Python check"
     assert f'requires-python = ">={dotted}"' in (REPO / "pyproject.toml").read_text()
     readme = (REPO / "README.md").read_text()
-    assert f"Python {dotted}" in readme and "Python 3.11+" not in readme
+    assert f"Python {dotted}" in readme
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        assert "Python 3.11+" not in page.read_text(), page.name
 
 
 def test_the_shared_environment_sets_this_courses_id():

@@ -256,7 +256,8 @@ class DaskPool:
                 "it is not a tls:// address, and on a cluster without TLS anyone who reaches the scheduler can join "
                 "as a worker, receive every student's code and send back forged results. Create the course's "
                 "certificates (`python -m grader.cluster certificates`), start `dask scheduler` and `dask worker` "
-                "with them (README, \"Grading on many machines\") and give the address as tls://host:8786")
+                "with them (docs/cluster.md, section \"Grading on many machines\") and give the address as "
+                "tls://host:8786")
         folder = tls_folder(certificates)
         security = cluster_security(folder, "client")
         _restrict_unpickling()
@@ -651,8 +652,8 @@ def cluster_security(folder: Path, role: str = "client") -> Security:
         raise sandbox.SetupError(
             f"the course's cluster certificates are missing ({', '.join(missing)}): create them on the grading "
             f"machine with `python -m grader.cluster certificates --folder {folder}` (or point ${TLS_ENV} at the "
-            "folder that has them), then start the scheduler and workers with theirs (README, \"Grading on many "
-            "machines\")")
+            "folder that has them), then start the scheduler and workers with theirs (docs/cluster.md, "
+            "section \"Grading on many machines\")")
     ca, cert, key = _files(folder, role)
     return Security(tls_ca_file=str(ca), require_encryption=True,
                     **{f"tls_{role}_cert": str(cert), f"tls_{role}_key": str(key)})

@@ -220,7 +220,7 @@ def _unary_extras(name: str, large: bool = False, huge: bool = False) -> Callabl
     return make
 
 
-# The probe makers an exercise's entry may use (README, "To add an exercise"): a unary Function's probes of each
+# The probe makers an exercise's entry may use (docs/design.md, "To add an exercise"): a unary Function's probes of each
 # shape, and its extra probes (float32; ``large``: |x| in [16, 18]; ``huge``: |x| in [200, 1000]).
 unary_probes = _unary
 unary_extras = _unary_extras

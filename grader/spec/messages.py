@@ -568,12 +568,13 @@ EN.update({
     "setup_failed_cluster": Message(  # the same, when a Dask cluster grades (c.TrustedExecute.scheduler)
         "grading cannot start: {cause}. This is a problem of the grading machines, not of any student; "
         "nothing was recorded.",
-        "Fix the Dask scheduler or workers named (README, 'Grading on many machines'), then run autograde again."),
+        "Fix the Dask scheduler or workers named (docs/cluster.md, section 'Grading on many machines'), then run "
+        "autograde again."),
     "setup_failed_midway_cluster": Message(
         "grading stopped while grading {current}: {cause}. This is a problem of the grading machines, not of any "
         "student; the students finished before are graded, {current} and the ones after it are not.",
-        "Fix the Dask scheduler or workers named (README, 'Grading on many machines'), then run autograde again: "
-        "it grades the rest."),
+        "Fix the Dask scheduler or workers named (docs/cluster.md, section 'Grading on many machines'), then run "
+        "autograde again: it grades the rest."),
     "flagged_notebook": Message(
         "{name} flagged for review: {what}",
         "Open that cell in the autograded notebook and decide; the grader only reports what the code attempted."),
@@ -994,7 +995,7 @@ PIECES: dict[str, Message] = {
     "policy_what_subclass": Message("a subclass of {name}", ""),
     "policy_what_is_allowed": Message(
         "graded cells may use torch, numpy, math and the modules the course teaches "
-        "(README, 'What graded code may use')", ""),
+        "(docs/threat-model.md, section 'What graded code may use')", ""),
     "policy_graph_node_call": Message(
         "calling a graph node ({name}(...)) runs PyTorch's own derivative formula for that operation; in graded code "
         "a node is for looking at (name(), next_functions, _saved_self, metadata). The derivative your backward "

@@ -11,8 +11,8 @@ observer and judged on the trusted side by its engine's judge, both under the ch
 - engine ``basics``: the plain functions of notebooks 1 and 4 (one exercise per check); observers and judges in the
   table ``grader.basics.CHECKS``.
 
-A new custom-Function exercise needs no entry here: one entry in ``grader.spec.exercises.EXERCISES`` is enough (README,
-"To add an exercise"). A new *kind* of check is an entry here plus its observer and its judge.
+A new custom-Function exercise needs no entry here: one entry in ``grader.spec.exercises.EXERCISES`` is enough
+(docs/design.md, "To add an exercise"). A new *kind* of check is an entry here plus its observer and its judge.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ class TrustedExecute(NbGraderPreprocessor):
                                  "certificates: python -m grader.cluster certificates): notebooks then run in the "
                                  "sandboxes of its Dask workers, on other machines, and are judged here. Empty: the "
                                  "environment variable GRADER_SCHEDULER; both empty: this machine's own pool "
-                                 "(README: 'Grading on many machines').").tag(config=True)
+                                 "(docs/cluster.md: 'Grading on many machines').").tag(config=True)
     pool_class = Type("grader.isolation.pool.Pool", klass=object,
                       help="The pool of sandboxed workers: called as pool_class(hide=[...], workers=None or 1). "
                            "Raises grader.isolation.sandbox.SetupError when a worker never becomes ready. "
