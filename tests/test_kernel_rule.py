@@ -232,3 +232,16 @@ def test_the_course_cells_are_known_without_the_notebooks_beside_the_package(mon
                  if c["cell_type"] == "code" and "import gc" in "".join(c["source"]))
     assert kernel_rule._instructors(setup) and kernel_rule._instructors(setup + "\n")
     assert not kernel_rule._instructors(setup + "\nx = 1")
+
+
+def test_the_kernel_reads_torchs_and_numpys_allow_lists_as_grading_does():
+    """torch's and NumPy's surfaces are allow-lists (grader.sandboxed.policy_surface): a name off the list is refused by
+    the kernel's reading of the text as by grading, and the course's names are not."""
+    from grader.sandboxed import kernel_rule
+
+    off = kernel_rule.runtime_refusals("import torch\nimport numpy as np\nw = torch.PyTorchFileWriter('x')\n"
+                                       "s = x.storage_type()\nnp.info(np.sum)")
+    assert [line for line, _ in off] == [3, 4, 5], off
+    assert not kernel_rule.runtime_refusals("import torch\nimport numpy as np\ny = torch.einsum('i,i->', x, x)\n"
+                                            "z = np.take_along_axis(a, np.argsort(a), 0)\nx.grad = None\n"
+                                            "with torch.no_grad():\n    w = torch.sinh(x).detach()")

@@ -802,3 +802,70 @@ def test_a_str_subclass_does_not_pass_for_a_plain_name() -> None:
                 return False
         d = dict(**{S("__array_interface__"): 1})
     """)
+
+
+# --- torch's and NumPy's own surface: an allow-list derived from the course (grader.sandboxed.policy_surface) -------
+# Each name below was readable under the deny-list of 27 Nov (nobody had listed it); the allow-list refuses it
+# because nobody listed it as needed. What each does is said beside it.
+OFF_THE_COURSE = [
+    ("torch.PyTorchFileWriter", "import torch\nw = torch.PyTorchFileWriter('written-by-a-cell.zip')"),  # writes a file
+    ("torch.PyTorchFileReader", "import torch\nr = torch.PyTorchFileReader"),  # reads any zip archive (a checkpoint)
+    ("torch.import_ir_module", "import torch\nf = torch.import_ir_module"),  # loads TorchScript from a file
+    ("torch.parse_ir", "import torch\nf = torch.parse_ir"),  # TorchScript IR from a string
+    ("torch.fork", "import torch\nf = torch.fork"),  # TorchScript's asynchronous tasks (a thread pool)
+    ("torch.to_dlpack", "import torch\nc = torch.to_dlpack(torch.ones(2))"),  # a capsule over raw memory
+    ("torch.FloatStorage", "import torch\nS = torch.FloatStorage"),  # storages: from_file, raw bytes
+    ("torch.set_default_device", "import torch\ntorch.set_default_device('meta')"),  # every check: a grader error
+    ("torch.classproperty", "import torch\nc = torch.classproperty"),  # torch's internals
+    ("from torch import PyTorchFileWriter", "from torch import PyTorchFileWriter"),
+    ("numpy.info", "import numpy as np\nf = np.info"),  # prints the source files of what it is given
+    ("numpy.get_include", "import numpy as np\nf = np.get_include"),  # paths of the install
+    ("numpy.nested_iters", "import numpy as np\nf = np.nested_iters"),  # iterators over buffers
+]
+
+
+@pytest.mark.parametrize("source", [s for _, s in OFF_THE_COURSE], ids=[w for w, _ in OFF_THE_COURSE])
+def test_torch_and_numpy_names_the_course_does_not_need_are_refused(source: str, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    error = refused(source)
+    assert "not available in graded code" in str(error), error
+    assert not list(tmp_path.iterdir()), "a refused cell wrote a file"
+
+
+COURSE_SURFACE = """
+import torch, numpy as np
+x = torch.linspace(-1, 1, 5, dtype=torch.float64, requires_grad=True)
+with torch.no_grad():
+    y = torch.einsum("i,i->", x, x) + torch.sinh(x).sum() + torch.nn.functional.softplus(x).sum()
+torch.manual_seed(0)
+torch.set_default_dtype(torch.float64)
+torch.set_default_dtype(torch.float32)
+assert torch.is_tensor(x) and isinstance(x, torch.Tensor) and x.shape == torch.Size([5])
+assert torch.finfo(torch.float64).eps > 0 and torch.is_grad_enabled() and torch.get_default_dtype() == torch.float32
+a = np.asarray([3.0, 1.0, 2.0])
+b = np.take_along_axis(a, np.argsort(a), axis=0)
+assert np.allclose(np.power(b, 2), [1.0, 4.0, 9.0]) and np.isclose(np.logaddexp(0.0, 0.0), np.log(2.0))
+assert np.float64(1.5) == 1.5 and np.linalg.norm(np.zeros(3)) == 0.0 and np.pi > 3
+g = torch.vmap(torch.sin)(torch.zeros(2))
+"""
+
+
+def test_the_course_surface_of_torch_and_numpy_stays_open() -> None:
+    run_cell(COURSE_SURFACE)
+
+
+def test_a_tensors_surface_is_its_operations_and_what_the_notebook_set_on_it() -> None:
+    """A tensor's names: its C methods and properties and the reviewed Python ones; what the notebook itself set on it
+    stays readable; a name it does not have is an AttributeError (getattr's default works), not a refusal."""
+    ns = run_cell("""
+        import torch
+        x = torch.ones(2, requires_grad=True)
+        x.note = "mine"
+        y = (x * 2).sum()
+        y.backward()
+        seen = (x.note, getattr(x, "missing", "default"), hasattr(x, "missing"), x.grad.tolist(), x.is_leaf,
+                type(x).__name__, x.shape, x.detach().numpy().tolist())
+    """)
+    assert ns["seen"] == ("mine", "default", False, [2.0, 2.0], True, "Tensor", (2,), [1.0, 1.0])
+    for name in ("storage_type", "module_load", "reinforce", "untyped_storage"):
+        assert "not available" in str(refused(f"import torch\nf = torch.ones(1).{name}")), name

@@ -50,7 +50,7 @@ from grader.sandboxed.policy_compile import CourseTransformer, check, transform 
 from grader.sandboxed.policy_rules import (ALLOWED_TYPE_ROOTS, CLASS_NAMESPACE_DUNDERS, DUNDER_ATTRIBUTES,  # noqa: E402
                                            IPYTHON_NAMES, MODULE_ALLOWED_ONLY, MODULE_REFUSED, MODULES,
                                            TYPE_ALLOWED_ONLY, TYPE_ALLOWED_ONLY_ROOTS, TYPE_ALLOWED_ONLY_STRICT_ROOTS,
-                                           TYPE_NOT_WRITTEN, TYPE_REFUSED, TYPE_REFUSED_NAMES,
+                                           TENSOR_ALLOWED, TYPE_NOT_WRITTEN, TYPE_REFUSED, TYPE_REFUSED_NAMES,
                                            NEVER_HANDED_OUT, REFUSED_EVERYWHERE, PolicyError, _allowed_below,
                                            _kind, _private, _refused, _refused_instead)
 
@@ -180,8 +180,13 @@ class Runtime:
                 raise _refused(f"reading attributes of {_kind(obj)}")
             allowed = self.allow_lists.get(cls, MISSING_LIST)
             if allowed is MISSING_LIST:
-                allowed = self.allow_lists[cls] = _type_allow_list(obj)
-            if allowed is not None and name not in allowed:
+                allowed = self.allow_lists[cls] = TENSOR_ALLOWED if _tensor_type(cls) else _type_allow_list(obj)
+            if allowed is TENSOR_ALLOWED:  # a tensor's public names (underscore names: the rules above)
+                if name not in allowed and not name.startswith("_") and not _instance_attribute(obj, name):
+                    if not hasattr(cls, name):
+                        raise AttributeError(f"'{cls.__name__}' object has no attribute '{name}'")
+                    raise _refused(f'".{name}" of {_kind(obj)}')
+            elif allowed is not None and name not in allowed:
                 raise _refused(f'".{name}" of {_kind(obj)} (its allowed names: {", ".join(sorted(allowed))})')
             if name in TYPE_REFUSED_NAMES and name in _type_names(cls, TYPE_REFUSED):
                 raise _refused_instead(f'".{name}" of {_kind(obj)} (the raw memory of an array)',
@@ -508,6 +513,19 @@ def _type_names(cls: type, table: dict[str, frozenset[str]]) -> frozenset[str]:
         if found:
             names = names | found
     return names
+
+
+def _instance_attribute(obj: Any, name: str) -> bool:
+    """``name`` is in the object's own ``__dict__`` (what the notebook set on it), not its class's."""
+    try:
+        return name in object.__getattribute__(obj, "__dict__")
+    except (AttributeError, TypeError):
+        return False
+
+
+def _tensor_type(cls: type) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(cls, type) and issubclass(cls, torch.Tensor)
 
 
 def _tensor(obj: Any) -> bool:

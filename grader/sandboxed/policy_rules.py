@@ -10,8 +10,11 @@ import os
 import types
 from typing import Any
 
+import numpy
+import torch
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
+from grader.sandboxed import policy_surface
 from grader.spec import registry
 
 # What a graded cell may import (and so reach as a module through attributes): the course's own needs.
@@ -145,6 +148,13 @@ TYPE_ALLOWED_ONLY: dict[str, frozenset[str]] = {
                                 "close", "refresh", "reset", "clear", "write", "n", "total", "desc"}),
 }
 TYPE_ALLOWED_ONLY_ROOTS = frozenset(name.split(".")[0] for name in TYPE_ALLOWED_ONLY)
+# torch's and NumPy's own surface, and a tensor's: allow-lists derived from what the course needs and from families
+# safe by construction (grader.sandboxed.policy_surface says which, and why), not lists of what was found dangerous.
+# A tensor's list governs reading only (tensors are written: requires_grad, grad); its other public names are refused
+# on any object (REFUSED_EVERYWHERE), so that the kernel's reading of a cell's text refuses them too.
+MODULE_ALLOWED_ONLY["torch"] = policy_surface.torch_names(torch, MODULES)
+MODULE_ALLOWED_ONLY["numpy"] = policy_surface.numpy_names(numpy, MODULES)
+TENSOR_ALLOWED = policy_surface.tensor_names(torch)
 # Libraries whose other types (not in TYPE_ALLOWED_ONLY) may be read through no name at all; matplotlib's other
 # types (axes, lines, ticks ...) are read as any library object is.
 TYPE_ALLOWED_ONLY_STRICT_ROOTS = frozenset({"logging", "tqdm", "graphviz"})
@@ -157,7 +167,7 @@ REFUSED_EVERYWHERE = frozenset({
     "register_load_state_dict_pre_hook", "register_load_state_dict_post_hook", "register_module",
     "register_step_pre_hook", "register_step_post_hook", "register_buffer_registration_hook",
     "register_vmap", "register_autograd", "register_fake", "register_kernel", "register_torch_dispatch",
-    "mro", "f_back", "cell_contents", *INSPECT_ATTRIBUTES,
+    "mro", "f_back", "cell_contents", *INSPECT_ATTRIBUTES, *policy_surface.tensor_names_refused(torch),
 })
 # Names refused on objects of one library type (by its module and qualified name, subclasses included):
 # an array's memoryview of its raw memory (an object array's pointers, as numbers to write)
