@@ -21,6 +21,7 @@ import warnings
 from typing import Any, Callable, Sequence
 
 import torch
+from torch.fx.experimental.proxy_tensor import get_proxy_mode  # (the function only: the guard leaves its module alone)
 
 from grader.sandboxed import autograd_env, typed
 from grader.spec.function_probes import _BatchProbe, _ElementwiseProbe, _HvpProbe, _PenaltyProbe, _VjpProbe, _leaf, grader_penalty
@@ -256,14 +257,18 @@ _TRANSFORM_NAMES = {int(getattr(_TRANSFORM, name)): name for name in ("Grad", "J
 _RECORDING = (torch._C._functorch.get_interpreter_stack, torch._C._functorch.CInterpreter.key, _TRANSFORM.__int__,
               tuple(_TRANSFORM_NAMES.get(k, "Other") for k in range(max(_TRANSFORM_NAMES) + 1)),  # immutable
               torch._C._VariableFunctions._unpack_dual, vars(torch.autograd.forward_ad), torch.Tensor, isinstance,
-              len, bool, list.append, Exception, MAX_CALLS)
+              len, bool, list.append, Exception, MAX_CALLS, get_proxy_mode)
 
 
 def _recording(f: Callable[..., torch.Tensor], calls: list[Obs]) -> Callable[..., torch.Tensor]:
     """f, recording in ``calls`` how each call came: under which torch.func transforms (grad, jvp, vmap), with a
-    forward-mode tangent (a dual tensor) or not, on an input autograd tracks or not."""
+    forward-mode tangent (a dual tensor) or not, on an input autograd tracks or not.
+
+    A tangent is pushed through f when the input is dual at the open forward-mode level, or when a forward-mode
+    level is open while make_fx traces f (``torch.func.linearize`` traces the tangent's path once and replays it on
+    v: the tensor f gets is then not itself dual)."""
     (stack, key, as_int, names, unpack_dual, forward_ad, tensor, is_instance, length, as_bool, append, error,
-     limit) = _RECORDING
+     limit, tracing) = _RECORDING
 
     def probe_function(*args: Any) -> torch.Tensor:
         if length(calls) < limit:
@@ -280,7 +285,7 @@ def _recording(f: Callable[..., torch.Tensor], calls: list[Obs]) -> Callable[...
             level = forward_ad.get("_current_level", -1)
             if x is not None and is_instance(level, int) and level >= 0:
                 try:
-                    dual = unpack_dual(x, level=level)[1] is not None
+                    dual = unpack_dual(x, level=level)[1] is not None or tracing() is not None
                 except error:
                     dual = False
             append(calls, {"transforms": transforms, "dual": dual,

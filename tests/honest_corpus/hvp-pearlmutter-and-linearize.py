@@ -1,6 +1,5 @@
 # exercise: hvp
 # style: a repository's "Pearlmutter trick" hvp (assert on numel, grad imported from torch.autograd, (v * grad_f).sum() differentiated again) on a leaf of its own; hvp_forward by torch.func.linearize of the gradient (its docs: linearize returns (output, jvp_fn))
-# grader-bug: hvp_forward is right (H v to 1e-15, the Function's jvp used) but scores 0/2: linearize pushes a traced tangent through f once, then replays the graph on v, and the check wants v itself pushed through f ('never pushes a forward-mode tangent through f')
 # source: public code found by exact search for "Hessian multiplication routine (Pearlmutter trick)" (hvp(f: Tensor, x: Tensor, v: Tensor)); https://pytorch.org/docs/stable/generated/torch.func.linearize.html
 """Hessian multiplication routine (Pearlmutter trick)."""
 
