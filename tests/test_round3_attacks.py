@@ -213,3 +213,167 @@ def _self_checks(source: str, exercise: str, name: str, check: str, times: int =
         except CheckFailed as failure:
             outcomes.append(failure.finding.mistake)
     return outcomes
+
+
+REGION_SQUARE = '''
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        return torch.where(WRONG, grad_out * x, grad_out * 2 * x)  # the factor 2 missing where WRONG holds
+'''
+REGIONS = {"|x| > 1.4": "x.abs() > 1.4", "|x| < 0.3": "x.abs() < 0.3", "x < 0": "x < 0",
+           "|x| > 3": "x.abs() > 3"}
+
+
+@pytest.mark.parametrize("region", REGIONS)
+def test_a_backward_wrong_in_one_region_fails_every_self_check(region):
+    """A backward right in the ordinary probes' range and wrong elsewhere (or for one sign) fails the first-derivative
+    check on every draw: the wide probe is stratified over |x| 0.01..8, half negative (held)."""
+    outcomes = _self_checks(REGION_SQUARE.replace("WRONG", REGIONS[region]), "square", "Square.apply",
+                            "first_derivatives", times=5)
+    assert "pass" not in outcomes, outcomes
+
+
+@pytest.mark.xfail(strict=True, reason="open: the wide probe's top stratum spans |x| 3.46..8 with one value, so a "
+                   "backward wrong only for |x| > 5 passes first derivatives on about 45% of draws (|x| > 6: 67%, "
+                   "|x| > 4: 18%); the verdict depends on the draw. Not local: more values or a top value pinned near 8 "
+                   "changes every unary exercise's drawn probe (and the verdict snapshot)")
+def test_a_backward_wrong_only_for_the_largest_magnitudes_fails_on_every_draw(monkeypatch):
+    monkeypatch.setenv("GRADER_PROBE_DRAW", "0")  # a draw whose largest |x| is below 5 (about 45% of draws are)
+    outcomes = _self_checks(REGION_SQUARE.replace("WRONG", "x.abs() > 5"), "square", "Square.apply",
+                            "first_derivatives", times=1)
+    assert "pass" not in outcomes, outcomes
+
+
+SECOND_ORDER_IN_RANGE = '''
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        # right values everywhere; a graph (second derivatives) only in the ordinary range
+        return grad_out * 2 * torch.where(x.abs() > 1.4, x.detach(), x)
+'''
+
+
+def test_a_backward_differentiable_only_in_the_ordinary_range_fails_second_derivatives():
+    assert "pass" not in _self_checks(SECOND_ORDER_IN_RANGE, "square", "Square.apply", "second_derivatives", times=4)
+    got = _outcomes(SECOND_ORDER_IN_RANGE, "square", "Square.apply", NOTEBOOK_CHECKS)
+    assert got["first_derivatives"] == "pass" and got["second_derivatives"] != "pass", got
+
+
+def test_a_jvp_right_only_in_the_ordinary_range_fails_forward_mode():
+    """The jvp is probed at the wide probe's primals too (held)."""
+    source = SOFTPLUS_VMAP_IN_RANGE.replace("LIMIT", "100").replace(
+        "        return x_t * torch.sigmoid(x)\n",
+        "        return torch.where(x.abs() > 1.4, x_t * (x > 0), x_t * torch.sigmoid(x))\n", 1)
+    assert "x_t * (x > 0)" in source
+    assert "pass" not in _self_checks(source, "softplus", "Softplus.apply", "forward_mode", times=4)
+
+
+ENGINE_IN_BACKWARD = '''
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        with torch.enable_grad():
+            xx = x if x.requires_grad else x.detach().requires_grad_()
+            return DERIVATIVE
+'''
+ROADS_TO_PYTORCH_S_DERIVATIVE = {
+    "torch.func.vjp": "torch.func.vjp(lambda t: t ** 2, xx)[1](grad_out)[0]",
+    "torch.func.grad": "grad_out * torch.func.vmap(torch.func.grad(lambda t: t ** 2))(xx.reshape(-1)).reshape(xx.shape)",
+    "torch.func.jacrev": "grad_out * torch.func.jacrev(lambda t: (t ** 2).sum())(xx)",
+    "torch.func.hessian of a cube": "grad_out * torch.func.hessian(lambda t: (t ** 3).sum() / 3)(xx.reshape(-1))"
+                                    ".diagonal().reshape(xx.shape)",
+    "torch.func.linearize": "torch.func.linearize(lambda t: t ** 2, xx)[1](torch.ones_like(xx)) * grad_out",
+    "torch.autograd.functional.vjp": "torch.autograd.functional.vjp(lambda t: t ** 2, xx, grad_out, "
+                                     "create_graph=True)[1]",
+    "torch.autograd.functional.jacobian forward-mode": "grad_out * torch.autograd.functional.jacobian("
+                                                       "lambda t: (t ** 2).sum(), xx, strategy='forward-mode', "
+                                                       "vectorize=True)",
+    "Tensor.backward on a copy": "_backward_copy(xx, grad_out)",
+}
+BACKWARD_COPY = '''
+def _backward_copy(xx, grad_out):
+    leaf = xx.detach().requires_grad_()
+    (leaf ** 2).backward(grad_out.detach())
+    return leaf.grad
+'''
+
+
+@pytest.mark.parametrize("road", ROADS_TO_PYTORCH_S_DERIVATIVE)
+def test_pytorch_s_derivative_asked_for_inside_backward_earns_nothing(road):
+    """A backward that asks PyTorch's differentiation machinery (any public road: torch.func, torch.autograd.functional,
+    Tensor.backward) for the derivative of its recomputed forward (held: every road goes through the engine or
+    forward_ad.make_dual, which autograd_env watches)."""
+    source = BACKWARD_COPY + ENGINE_IN_BACKWARD.replace("DERIVATIVE", ROADS_TO_PYTORCH_S_DERIVATIVE[road])
+    assert not _earned(source, DERIVATIVES)
+
+
+HOOK_KEPT = '''
+probe_inputs = []
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        REGISTER
+        return x ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        return grad_out * x  # the factor 2 missing: a hook on the probe's input would double it
+'''
+HOOK_ROADS = {
+    "the input's register_hook": "x.register_hook(lambda g: 2 * g)",
+    "register_hook read by getattr": "getattr(x, 'register_hook')(lambda g: 2 * g)",
+    "register_hook through functools.partial": "functools.partial(x.register_hook)(lambda g: 2 * g)",
+    "torch.Tensor.register_hook on the class": "torch.Tensor.register_hook(x, lambda g: 2 * g)",
+    "a post-accumulate hook": "x.register_post_accumulate_grad_hook(lambda t: t.grad.mul_(2))",
+}
+
+
+@pytest.mark.parametrize("road", HOOK_ROADS)
+def test_a_hook_on_the_probe_s_input_registered_while_checked_doubles_nothing(road):
+    """Held: register_hook is refused while the observer drives the student's code (ENGINE.busy), however it is
+    read; the class's method and the other tensor hooks are refused everywhere. (Outside a check, the input's
+    register_hook in forward doubles the gradient: the attack would earn the factor 2.)"""
+    source = "import functools\n" + HOOK_KEPT.replace("REGISTER", HOOK_ROADS[road])
+    assert not _earned(source, DERIVATIVES)
+
+
+@pytest.mark.parametrize("cell", [
+    "f = lambda: 0\nc = f.__code__",
+    "f = lambda: 0\nc = getattr(f, '__co' + 'de__')",
+    "c = compile('1', '/usr/lib/python3.11/os.py', 'eval')",
+    "exec('import os')",
+    "f = lambda: 0\ng = lambda: 1\nf.__code__ = g.__code__",
+    "f = lambda: 0\nsetattr(f, '__code__', None)",
+    "f = lambda: 0\nF = type(f)\nF(None, {})",
+    "import types",
+    "import linecache",
+    "import importlib",
+    "import pickle",
+])
+def test_no_road_to_a_code_object_or_compile_from_graded_code(cell):
+    """code_origin's audit check is depth (behind the policy): graded code gets no code object, no compile, exec or
+    FunctionType with a code of its choosing, no linecache or loader to lie about a file's source (held)."""
+    with pytest.raises((policy.PolicyError, TypeError)):
+        run_cell(cell)
