@@ -80,7 +80,9 @@ def _wrap(run: Callable[..., Any], state: list[Any]) -> Callable[..., Any]:
         finally:
             state[0] -= 1
 
-    _engine_run_backward.grader_engine_watch = state  # type: ignore[attr-defined]  (found again on a re-import)
+    # found again on a re-import; underscored: graded code reads no underscore attribute of a library's function (a
+    # public name was graded code's handle on the watch: make_dual.grader_engine_watch[1] = False after a grad call)
+    _engine_run_backward._grader_engine_watch = state  # type: ignore[attr-defined]
     return _engine_run_backward
 
 
@@ -93,7 +95,6 @@ def _flagging(fn: Callable[..., Any], state: list[Any]) -> Callable[..., Any]:
 
     flagged.__name__ = getattr(fn, "__name__", "flagged")
     flagged.__doc__ = getattr(fn, "__doc__", None)
-    flagged.grader_engine_watch = state  # type: ignore[attr-defined]
     return flagged
 
 
@@ -101,7 +102,7 @@ def _install() -> EngineWatch:
     import torch.autograd.forward_ad as forward_ad
 
     current = torch.autograd.graph._engine_run_backward
-    state = getattr(current, "grader_engine_watch", None)
+    state = getattr(current, "_grader_engine_watch", None)
     if state is None:
         state = [0, False]
         wrapper = _wrap(current, state)

@@ -79,6 +79,7 @@ def _stand_ins(runtime: Runtime) -> list[tuple[Any, Any]]:
     stand_ins.update(_copy_stand_ins(runtime))
     stand_ins.update(_display_stand_ins())
     stand_ins.update(_memory_stand_ins())
+    stand_ins.update(_graph_stand_ins())
     stand_ins.update(_ndarray_stand_in(runtime))
     stand_ins.update(_parameter_dict_stand_in(runtime))
     for name in ("tqdm", "tqdm.auto"):  # once a cell imported them
@@ -271,6 +272,24 @@ def _memory_stand_ins() -> dict[Any, Any]:
 
         stand_ins[torch.frombuffer] = functools.update_wrapper(torch_frombuffer, torch.frombuffer)
     return stand_ins
+
+
+def _graph_stand_ins() -> dict[Any, Any]:
+    """``torch.autograd.graph.get_gradient_edge`` whose edge holds views of its nodes (``grader.sandboxed.graph_nodes``):
+    the edge is a tuple, and the guards see attribute reads and items, never iteration (``node, *_ = edge``, ``zip``,
+    a ``match`` pattern): torch's own edge handed out the node itself, to call as a function (PyTorch's derivative
+    formula)."""
+    graph = sys.modules.get("torch.autograd.graph")
+    real = getattr(graph, "get_gradient_edge", None)
+    if real is None or not isinstance(getattr(graph, "GradientEdge", None), type):
+        return {}
+    from grader.sandboxed.graph_nodes import is_node, view
+
+    def get_gradient_edge(tensor: Any) -> Any:
+        edge = real(tensor)
+        return graph.GradientEdge(*(view(part) if is_node(part) else part for part in edge))
+
+    return {real: functools.update_wrapper(get_gradient_edge, real)}
 
 
 class _CallRefused(type):

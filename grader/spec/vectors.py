@@ -9,7 +9,7 @@ from typing import Sequence
 
 import torch
 
-from grader.spec.exercises import Probe, _values
+from grader.spec.exercises import Probe, _values, _wide
 
 BATCH = 3  # samples vmap maps over
 
@@ -37,6 +37,11 @@ def tangents(probe: Probe) -> list[torch.Tensor]:
 
 
 def batched(probe: Probe) -> list[torch.Tensor]:
-    """Each tensor input stacked BATCH times with other values, for vmap; the judge rebuilds the same."""
-    return [_values((BATCH, *x.shape), probe.seed + 31 + k).to(x.dtype)
+    """Each tensor input stacked BATCH times, for vmap; the judge rebuilds the same. The first sample's magnitudes
+    span 0.01 to 8, both signs (``exercises._wide``, as the wide probe's: seeded by the drawn number on that probe),
+    the others the ordinary range (0.3 to 1.4): with the ordinary range only, a vmap rule wrong everywhere else
+    passed. (Not the probe's own values: its overflow probes, |x| up to 1000, would charge the vmap check again
+    for a forward or backward that the other checks already fail there.)"""
+    return [torch.cat([_wide(tuple(x.shape), probe.seed + 31 + k).unsqueeze(0),
+                       _values((BATCH - 1, *x.shape), probe.seed + 31 + k)]).to(x.dtype)
             for k, x in enumerate(probe.inputs) if isinstance(x, torch.Tensor)]
