@@ -66,7 +66,18 @@ def settings_file(prefix: str = sys.prefix) -> Path:
 
 
 def write_settings(prefix: str = sys.prefix) -> str:
-    """Merge OVERRIDES into the environment's overrides.json; return a problem ('' when done)."""
+    """Merge OVERRIDES into the environment's overrides.json, and enable the course's server extension that makes
+    formgrader's pages escape every value (``grader.classroom.formgrader_escape``); return a problem ('' when done)."""
+    from grader.classroom import formgrader_escape
+
+    extension = Path(prefix) / "etc" / "jupyter" / "jupyter_server_config.d" / formgrader_escape.CONFIG_NAME
+    text = json.dumps(formgrader_escape.CONFIG, indent=2, sort_keys=True) + "\n"
+    try:
+        if not extension.is_file() or extension.read_text(encoding="utf-8") != text:
+            extension.parent.mkdir(parents=True, exist_ok=True)
+            extension.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return f"cannot write {extension} ({exc.strerror}): formgrader would show ids unescaped; run `make install` as its owner"
     path = settings_file(prefix)
     try:
         current = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}

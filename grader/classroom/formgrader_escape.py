@@ -1,0 +1,53 @@
+"""formgrader's pages with every value escaped (issue 29, item 6): a Jupyter server extension of the course's.
+
+nbgrader 0.9.6 renders formgrader's pages with a jinja2 ``Environment`` made without autoescape
+(``FormgradeExtension.init_tornado_settings``), and writes ids into them as they are: the header's
+``<li class="active">{{ student_id }}</li>`` and ``var student_id = "{{ student_id }}";`` in a script. A student
+id is the name of a folder in ``submitted/`` (or of a submission in the exchange): a folder named
+``x"</script><script>...`` ran its script in the instructor's browser, with the instructor's session. This extension
+turns autoescape on in that environment (every value formgrader puts in its pages is text: ids, paths, the
+configuration shown in a ``<pre>``), whichever of the two extensions the server loads first.
+
+Enabled for every Jupyter server of the environment by ``make install`` (``grader.classroom.lab.write_settings``
+writes ``etc/jupyter/jupyter_server_config.d/autograd-course-formgrader.json``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CONFIG_NAME = "autograd-course-formgrader.json"
+CONFIG = {"ServerApp": {"jpserver_extensions": {"grader.classroom.formgrader_escape": True}}}
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    return [{"module": "grader.classroom.formgrader_escape"}]
+
+
+def escape_formgrader_pages() -> bool:
+    """Make formgrader's page environment escape every value, now and for every formgrader started later in this
+    process; False when nbgrader is not installed."""
+    try:
+        from nbgrader.server_extensions.formgrader.formgrader import FormgradeExtension
+    except ImportError:
+        return False
+    original = FormgradeExtension.init_tornado_settings
+    if getattr(original, "escapes_values", False):
+        return True
+
+    def init_tornado_settings(self: Any, webapp: Any) -> None:
+        original(self, webapp)
+        environment = webapp.settings.get("nbgrader_jinja2_env")
+        if environment is not None:
+            environment.autoescape = True
+
+    init_tornado_settings.escapes_values = True  # type: ignore[attr-defined]
+    FormgradeExtension.init_tornado_settings = init_tornado_settings  # type: ignore[method-assign]
+    return True
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> None:
+    escape_formgrader_pages()
+    environment = serverapp.web_app.settings.get("nbgrader_jinja2_env")  # formgrader loaded before this extension
+    if environment is not None:
+        environment.autoescape = True
