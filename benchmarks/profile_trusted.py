@@ -147,7 +147,7 @@ def part_pool(nbs: dict[str, list[runner.Cell]], repeats: int) -> dict:
 
 _CHILD_SCRIPT = r"""
 import json, os, socket, sys, threading, time
-os.environ.update(OMP_NUM_THREADS="1", GRADER_NO_DRAW="1", MPLBACKEND="Agg", PYTHONWARNINGS="ignore",
+os.environ.update(OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore", MPLBACKEND="module://matplotlib_inline.backend_inline",
                   NBGRADER_EXECUTION="autograde")
 sys.path.insert(0, sys.argv[1])
 import torch
@@ -162,15 +162,16 @@ def listen(address, events):
 
     def serve():
         while True:
-            conn, _ = server.accept()
+            conn, _ = server.accept()  # one connection per notebook: each line timed as it arrives
             data = b""
             while chunk := conn.recv(65536):
+                now = time.monotonic()
                 data += chunk
+                *lines, data = data.split(b"\n")
+                for line in lines:
+                    entry = json.loads(line)
+                    events.append((now, entry.get("event"), entry.get("index")))
             conn.close()
-            now = time.monotonic()
-            for line in data.decode().splitlines():
-                entry = json.loads(line)
-                events.append((now, entry.get("event"), entry.get("index")))
     threading.Thread(target=serve, daemon=True).start()
 
 

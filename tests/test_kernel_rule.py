@@ -212,10 +212,10 @@ def test_the_playground_note_is_in_the_notebooks_language():
     cell = runner.Cell(3, PLAYGROUND, playground=True, saved=SAVED)
     for language in ("en", "zh"):
         with messages.using(language):
-            note, saved = runner._playground_outputs(cell, [10**6])
+            note, saved = runner._saved_outputs(cell, [10**6])
             assert note["text"] == "○ " + messages.say("playground_cell") + "\n" and saved["text"] == SAVED[0]["text"]
     with messages.using("zh"):
-        assert "练习单元格" in runner._playground_outputs(cell, [10**6])[0]["text"]
+        assert "练习单元格" in runner._saved_outputs(cell, [10**6])[0]["text"]
 
 
 def test_the_course_cells_are_known_without_the_notebooks_beside_the_package(monkeypatch):

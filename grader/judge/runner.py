@@ -55,7 +55,13 @@ class Cell:
     calls: list[testcells.CheckCall] = field(default_factory=list)
     restricted: bool = True  # compiled under grader.sandboxed.policy: anything not byte-identical to an instructor's cell
     playground: bool = False  # a student's cell the score does not depend on (grader.spec.playground): not run
-    saved: list[dict[str, Any]] = field(default_factory=list)  # a playground cell's outputs, as the student saved them
+    demo: bool = False  # the instructor's cell tagged DEMO_TAG, as released: a demonstration, not run either
+    saved: list[dict[str, Any]] = field(default_factory=list)  # a cell not run: its outputs, as the student saved them
+
+    @property
+    def not_run(self) -> bool:
+        """Left out of the scoring run (its saved outputs are shown instead, marked)."""
+        return self.playground or self.demo
 
 
 @dataclass
@@ -128,10 +134,25 @@ def instructor_cells(instructor: Any) -> dict[str, Any]:
     }
 
 
-def instructor_sources(*notebooks: Any) -> frozenset[str]:
+DEMO_TAG = "demo"  # a cell tag of the instructor's notebook: a demonstration the score does not depend on
+
+
+class InstructorSources(frozenset):
+    """The instructor's code cells' sources; ``demos``: those of cells tagged ``DEMO_TAG`` (read from the
+    instructor's notebooks only: a tag a student adds to their copy changes nothing)."""
+
+    demos: frozenset[str] = frozenset()
+
+
+def instructor_sources(*notebooks: Any) -> InstructorSources:
     """The code cells' sources of the instructor's notebooks (source and release): a submitted cell byte-identical
-    to one of them is the instructor's code and runs as it is; every other cell runs under ``grader.sandboxed.policy``."""
-    return frozenset(c.source for nb in notebooks if nb is not None for c in nb.cells if c.cell_type == "code")
+    to one of them is the instructor's code and runs as it is; every other cell runs under ``grader.sandboxed.policy``.
+    Cells the instructor tagged ``DEMO_TAG`` (an expensive demonstration nothing after it reads, such as notebook 4's
+    training run) are not run when grading: their saved outputs are shown, marked (``cells_to_run``)."""
+    cells = [c for nb in notebooks if nb is not None for c in nb.cells if c.cell_type == "code"]
+    sources = InstructorSources(c.source for c in cells)
+    sources.demos = frozenset(c.source for c in cells if DEMO_TAG in (c.get("metadata", {}).get("tags") or []))
+    return sources
 
 
 def cells_to_run(notebook: Any, trusted: dict[str, Any], instructors: frozenset[str] = frozenset(),
@@ -140,6 +161,7 @@ def cells_to_run(notebook: Any, trusted: dict[str, Any], instructors: frozenset[
     ``instructors``: the sources of the instructor's cells (``instructor_sources``); the test and locked cells of
     ``trusted`` count as the instructor's too. ``policy=False`` runs every cell as it is (tests of the layers
     beneath the policy only)."""
+    demos = getattr(instructors, "demos", frozenset())
     instructors = instructors | {c.source for c in trusted.values()}
     cells: list[Cell] = []
     answers: list[bool] = []  # cells[k] is an answer cell (nbgrader's solution cell)
@@ -166,6 +188,10 @@ def cells_to_run(notebook: Any, trusted: dict[str, Any], instructors: frozenset[
             saved.append([])
     if policy:
         _mark_playground(cells, answers, saved)
+    for k, cell in enumerate(cells):
+        if cell.source in demos and not cell.graded and not answers[k] and cell.index >= 0:
+            cell.demo = True  # byte-identical to the instructor's tagged cell (a test or answer cell never is one)
+            cell.saved = saved[k] if isinstance(saved[k], list) else []
     return cells
 
 
@@ -249,7 +275,7 @@ def _grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float, 
 
     draw = draw_seed()  # this run's drawn probe (Exercise.probes): each check call gets its own seed from it (check_draw)
     try:
-        executed = _execute([c for c in cells if not c.playground], timeout, allow_unsandboxed, list(hide), pool, draw)
+        executed = _execute([c for c in cells if not c.not_run], timeout, allow_unsandboxed, list(hide), pool, draw)
     finally:
         GRADING.reset(token)
     budget = JUDGE_SECONDS if judge_seconds is None else float(judge_seconds)
@@ -282,7 +308,7 @@ def _verdicts(result: NotebookResult, cells: list[Cell], executed: tuple[Any, An
     if GRADER_ERROR in reported:
         raise GraderError(str(reported[GRADER_ERROR]))
     room = [outputs.NOTEBOOK_BYTES]
-    result.outputs = [(outputs.source_key(c.source), _playground_outputs(c, room) if c.playground else
+    result.outputs = [(outputs.source_key(c.source), _saved_outputs(c, room) if c.not_run else
                        outputs.sanitize(reported.get(("outputs", c.index)), room))
                       for c in cells if not c.graded and c.index >= 0]
     with _JUDGES:  # the budget starts once this notebook has a core of its own to be judged on
@@ -291,10 +317,11 @@ def _verdicts(result: NotebookResult, cells: list[Cell], executed: tuple[Any, An
     result.restored = restored
 
 
-def _playground_outputs(cell: Cell, room: list[int]) -> list[dict[str, Any]]:
-    """A playground cell's outputs in the feedback: a one-line note that it was not run in grading, then what the
-    student's own run showed (as saved, rebuilt as the sandbox's outputs are: text, images, errors)."""
-    note = {"output_type": "stream", "name": "stdout", "text": "○ " + say("playground_cell") + "\n"}
+def _saved_outputs(cell: Cell, room: list[int]) -> list[dict[str, Any]]:
+    """A playground or demo cell's outputs in the feedback: a one-line note that it was not run in grading, then
+    what the student's own run showed (as saved, rebuilt as the sandbox's outputs are: text, images, errors)."""
+    note = {"output_type": "stream", "name": "stdout",
+            "text": "○ " + say("demo_cell" if cell.demo else "playground_cell") + "\n"}
     return [note, *outputs.sanitize(cell.saved, room)]
 
 

@@ -520,6 +520,8 @@ EN.update({
     "playground_cell": Message("playground cell: no answer or check uses what it defines, so grading did not run it "
                                "(it scores nothing and costs nothing); the outputs below are the ones you saved.",
                                "To have a cell graded, define in it something an answer uses."),
+    "demo_cell": Message("demonstration: the score does not depend on it, so grading did not run it; the outputs "
+                         "below are the ones you saved.", "Run it in your own notebook to see it work with your answers."),
     "kernel_refused_cell": Message("autograding would refuse line {line} of this cell: {what}. It costs points only "
                                    "if an answer uses what this cell defines; here it runs as usual.",
                                    "Rewrite that line in plain torch, numpy or math, or keep this cell for "
