@@ -132,6 +132,31 @@ def test_when_nbgrader_is_ahead_the_feeder_jumps_to_it_without_reading_what_it_p
         feeder.stop()
 
 
+def test_each_students_costliest_notebook_goes_to_the_pool_first(tmp_path, monkeypatch):
+    """One student's notebooks on two workers: the longest one (notebook 4, the largest file) used to start last,
+    after notebook 2, and the student waited for it. Now it goes first, the others follow in nbgrader's order,
+    nbgrader still gets every notebook from the pool, and once notebooks were graded their mean time decides."""
+    students = _class(tmp_path, 3)
+    for student in students:
+        (tmp_path / "submitted" / student / course.ASSIGNMENT / f"{NOTEBOOKS[1]}.ipynb").write_text(
+            nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1\n" * 500)])))
+    feeder, _, executor = _feeder(tmp_path, monkeypatch)
+    try:
+        for student in students:
+            for notebook in NOTEBOOKS:
+                future = feeder.take(student, notebook)
+                assert future is not None and future.result() == f"{student}/{course.ASSIGNMENT}/{notebook}"
+        feeder.thread.join(10)
+        firsts = [executor.names[k].split("/")[-1] for k in range(0, len(executor.names), len(NOTEBOOKS))]
+        assert firsts == [NOTEBOOKS[1]] * 3, executor.names
+        assert executor.names[:3] == [f"s0000/{course.ASSIGNMENT}/{n}" for n in (NOTEBOOKS[1], NOTEBOOKS[0], NOTEBOOKS[2])]
+    finally:
+        feeder.stop()
+    paths = [tmp_path / f"{n}.ipynb" for n in NOTEBOOKS]
+    feeder.seconds = {NOTEBOOKS[0]: (0.2, 1), NOTEBOOKS[1]: (0.3, 2), NOTEBOOKS[2]: (1.0, 1)}  # learned: 2 is longest
+    assert [p.stem for p in feeder._costliest_first(paths)] == [NOTEBOOKS[2], NOTEBOOKS[0], NOTEBOOKS[1]]
+
+
 def test_students_autograded_before_are_not_graded_ahead_without_force(tmp_path, monkeypatch):
     _class(tmp_path, 6)
     for student in ("s0000", "s0002"):

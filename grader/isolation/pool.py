@@ -248,12 +248,16 @@ class Pool:
             self._demand.notify_all()
 
     def _worth_more_workers(self, ready: int) -> bool:
-        """Whether the notebooks announced would keep ``ready`` workers busy longer than a new worker takes to start
-        (before any notebook has finished, a notebook is taken to cost a second), or a notebook already waits for a
-        worker while every one has been on its notebook longer than that: one that runs to its time limit (an
-        endless loop) must not keep the next student waiting for it with a core idle."""
-        per_notebook = sum(self._seconds) / len(self._seconds) if self._seconds else 1.0
-        if self._expected * per_notebook > self.start_seconds * ready:
+        """Whether the notebooks announced would keep ``ready`` workers busy longer than a new worker takes to start,
+        at the mean time of the notebooks finished so far; before any has finished, only if they would at a second
+        apiece twice over (one student's four notebooks, about 1.5 s of work, started a second worker whose warm-up
+        took the cores from them and ended after the last one; the first notebook's time settles it a moment later).
+        Or a notebook already waits for a worker while every one has been on its notebook longer than a start: one
+        that runs to its time limit (an endless loop) must not keep the next student waiting with a core idle."""
+        if self._seconds:
+            if self._expected * sum(self._seconds) / len(self._seconds) > self.start_seconds * ready:
+                return True
+        elif self._expected * 1.0 > 2 * self.start_seconds * ready:
             return True
         now = time.monotonic()
         return (self._waiting > 0 and len(self._running) >= ready

@@ -678,8 +678,9 @@ def warm_up() -> None:
     sandboxed workers start; the first notebooks need not wait for it):
 
     * a VJP with a given vector (every first-derivative check's reference) imports torch's symbolic shapes and
-      sympy, about 0.6 s;
-    * forward mode (the forward-mode checks' reference) compiles its decompositions with TorchScript, 0.3 s.
+      sympy, about 0.3-0.6 s;
+    * the forward-mode checks' reference (``reference_jvp``: reverse mode twice, not dual tensors, whose first use
+      compiled torch's forward-mode decompositions with TorchScript, 0.8 s) builds a double-backward graph.
 
     Never raises: whatever it could not do, the first verdicts do as before."""
     try:

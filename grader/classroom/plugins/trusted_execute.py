@@ -390,6 +390,7 @@ class _Feeder:
         self.position: tuple[str, str] | None = None  # place of the last notebook handed over or passed
         self.requested: tuple[str, str] | None = None  # place of the last notebook nbgrader asked for
         self.done = self.stopped = False
+        self.seconds: dict[str, tuple[float, int]] = {}  # notebook -> (seconds, notebooks) graded so far in this run
         self.thread = threading.Thread(target=self._run, name=f"grader-feeder-{self.assignment}", daemon=True)
         self.thread.start()
 
@@ -444,8 +445,14 @@ class _Feeder:
                 student = Path(folder).parent.name
                 if not self._will_grade(folder, student):
                     continue
-                for path in sorted(Path(folder).glob("*.ipynb")):
+                paths = sorted(Path(folder).glob("*.ipynb"))
+                ordered = self._costliest_first(paths) if len(paths) <= self.window // 2 else paths
+                for k, path in enumerate(ordered):
                     notebook_id, place = path.stem, (folder, path.name)
+                    # where nbgrader may take from once this one is handed over: every notebook up to it must be;
+                    # with the folder's costliest notebook first, that is once the whole folder is
+                    reached = place if ordered == paths else \
+                        (folder, paths[-1].name) if k == len(ordered) - 1 else self.position
                     with self.cond:
                         while not self.stopped and len(self.pending) >= self.window and \
                                 not (self.requested and place < self.requested):
@@ -453,14 +460,16 @@ class _Feeder:
                         if self.stopped:
                             return
                         if self.requested and place < self.requested:  # nbgrader is past it already
-                            self.position = place
+                            self.position = reached
                             self.cond.notify_all()
                             continue
                     future = self._submit(runner, trusted, student, notebook_id, path)
+                    if future is not None:
+                        future.add_done_callback(lambda done, name=notebook_id: self._learn(name, done))
                     with self.cond:
                         if future is not None:
                             self.pending[(student, notebook_id)] = (place, future)
-                        self.position = place
+                        self.position = reached
                         self.cond.notify_all()
         except Exception as exc:  # nbgrader grades the rest on its own, one notebook at a time
             self.plugin.log.warning("grading ahead stopped (%s: %s); the rest is graded one notebook at a time",
@@ -469,6 +478,30 @@ class _Feeder:
             with self.cond:
                 self.done = True
                 self.cond.notify_all()
+
+    def _costliest_first(self, paths: list[Path]) -> list[Path]:
+        """A student's notebooks with the costliest first, the rest in nbgrader's order: the longest one no longer
+        starts last (one student's four notebooks on two workers: notebook 4 ran after 2, and the class's tail
+        waited for it), and nbgrader's first one is still among the first graded. The cost is the mean grading
+        time of that notebook so far in this run, or before any, the file's size."""
+        if len(paths) < 2:
+            return list(paths)
+        known = [self.seconds.get(p.stem) for p in paths]
+        if all(k is not None for k in known):
+            costs = [k[0] / k[1] for k in known]  # type: ignore[index]
+        else:
+            costs = [p.stat().st_size if p.exists() else 0 for p in paths]
+        first = max(range(len(paths)), key=lambda k: costs[k])
+        return [paths[first], *(p for k, p in enumerate(paths) if k != first)]
+
+    def _learn(self, notebook_id: str, future: Future) -> None:
+        """Add a graded notebook's time to its mean (``_costliest_first``)."""
+        if future.cancelled() or future.exception() is not None:
+            return
+        seconds = getattr(future.result(), "seconds", None)
+        if isinstance(seconds, (int, float)) and seconds > 0:
+            total, count = self.seconds.get(notebook_id, (0.0, 0))
+            self.seconds[notebook_id] = (total + seconds, count + 1)
 
     def _submit(self, runner: Any, trusted: dict[str, dict[str, Any]], student: str, notebook_id: str,
                 path: Path) -> Future | None:
