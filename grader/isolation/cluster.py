@@ -384,6 +384,11 @@ class DaskPool:
         except sandbox.SetupError:
             raise
         except Exception as exc:  # from the worker or the connection: the cluster's trouble, never the notebook's
+            if getattr(self.client, "status", "running") not in ("running", "connecting"):
+                # the scheduler went away and the client closed before the next submit (Dask's ClosedClientError,
+                # "Client is closed": seen when the machine is busy): said as the watch says it
+                raise sandbox.SetupError(f"lost the connection to the Dask scheduler at {self.address} "
+                                         "(is it running?)") from None
             raise sandbox.SetupError(f"grading on the Dask cluster at {self.address} failed ({type(exc).__name__}: "
                                      f"{_one_line(exc)})") from None
 
