@@ -39,6 +39,26 @@ BROKEN: dict[str, bytes] = {
     "h-binary": bytes(range(256)) * 8,
     "i-cells-garbage": json.dumps({**_NOTEBOOK, "cells": [42, "x", None]}).encode(),
 }
+
+
+def _as_saved_by(data: bytes, front_end: str) -> bytes:
+    """An honest notebook as an older front end saves it (issue 30): Google Colab's download (format 4.0, its id in
+    each cell's metadata, Colab's notebook metadata) or Jupyter before 2021 (format 4.4): no cell ids."""
+    nb = json.loads(data)
+    nb["nbformat_minor"] = 0 if front_end == "colab" else 4
+    for k, cell in enumerate(nb["cells"]):
+        cell.pop("id", None)
+        if front_end == "colab":
+            cell["metadata"]["id"] = f"Xq{k:04d}abc"
+    if front_end == "colab":
+        nb["metadata"].update({"colab": {"provenance": [], "name": "autograd.ipynb"}, "accelerator": "GPU",
+                               "language_info": {"name": "python"}})
+    return json.dumps(nb, indent=2).encode()
+
+
+# honest answers as older front ends save them: read, graded and written back like any other (full marks)
+OLDER_FORMATS = {"k-colab-4.0": "colab", "l-jupyter-4.4": "jupyter-4.4"}
+
 # readable, but nbgrader's sanitizing trips over it (OverwriteCells cannot place the missing test cells)
 UNPROCESSABLE = {"j-every-cell-deleted": json.dumps({**_NOTEBOOK, "cells": []}).encode()}
 
@@ -64,6 +84,22 @@ def test_read_submission_reads_real_notebooks(tmp_path):
     del old.cells[0]["id"]
     (tmp_path / "old.ipynb").write_text(json.dumps(old))
     assert nbgrader_plugins.read_submission(tmp_path / "old.ipynb").cells[0].source == "x = 1"
+
+
+@pytest.mark.parametrize("front_end", sorted(set(OLDER_FORMATS.values())))
+def test_a_notebook_without_cell_ids_is_read_as_format_4_5_with_ids(tmp_path, front_end):
+    """Colab's 4.0 and Jupyter's 4.4 have no cell ids; nbgrader's copy of such a notebook came back holding the ids
+    of the instructor's cells, invalid in 4.4, and every right answer in it scored 0. Read as 4.5: every cell gets a
+    unique id, valid for nbformat, and the cells are otherwise as saved."""
+    path = tmp_path / "01_autograd_basics.ipynb"
+    path.write_bytes(_as_saved_by(REAL, front_end))
+    notebook = nbgrader_plugins.read_submission(path)
+    assert notebook.nbformat_minor == 5 and len({c.id for c in notebook.cells}) == len(notebook.cells)
+    nbformat.validate(notebook)
+    assert [c.source for c in notebook.cells] == [c["source"] if isinstance(c["source"], str) else "".join(c["source"])
+                                                  for c in _NOTEBOOK["cells"]]
+    notebook.cells.insert(0, nbformat.v4.new_code_cell("y = 2"))  # a cell put back by nbgrader keeps its own id
+    nbformat.validate(notebook)
 
 
 # --- end to end: nbgrader autograde on a class with unreadable submissions ------------------------------------
@@ -127,6 +163,8 @@ def unreadable_class(template, tmp_path_factory) -> tuple[Path, int, str]:
         others = {name: body for name, body in honest.items() if name != "01_autograd_basics.ipynb"}
         _hand_in(root, student, {"01_autograd_basics.ipynb": data, **(others if student == "b-not-json" else {})})
     _hand_in(root, MALFORMED, {"01_autograd_basics.ipynb": honest["01_autograd_basics.ipynb"]})
+    for student, front_end in OLDER_FORMATS.items():
+        _hand_in(root, student, {name: _as_saved_by(body, front_end) for name, body in honest.items()})
     _hand_in(root, "z-honest", honest)
     plugins = work / "plugins"
     plugins.mkdir()
@@ -145,8 +183,9 @@ def test_unreadable_submissions_score_0_with_the_reason_and_the_rest_of_the_clas
     assert "Removing failed assignment" not in log and "Traceback" not in log, log[-6000:]
     assert returncode == 0, log[-6000:]
     scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
-    assert set(scores) == {"a-honest", "z-honest", MALFORMED, *BROKEN, *UNPROCESSABLE}, "every student is in the gradebook"
-    for student in ("a-honest", "z-honest"):
+    assert set(scores) == {"a-honest", "z-honest", MALFORMED, *BROKEN, *UNPROCESSABLE, *OLDER_FORMATS}, \
+        "every student is in the gradebook"
+    for student in ("a-honest", "z-honest", *OLDER_FORMATS):  # (older formats: issue 30, 0 before)
         assert all(score == top > 0 for score, top in scores[student].values()), (student, scores[student])
     first = {e for e, nb in _exercises().items() if nb == "01_autograd_basics.ipynb"}
     for student in [*BROKEN, *UNPROCESSABLE]:

@@ -68,13 +68,32 @@ def read_submission(path: str | Path) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # missing or duplicate cell ids: repaired, as Jupyter would
-            notebook = nbformat.convert(_to_notebook(raw, version), 4)
+            notebook = with_cell_ids(nbformat.convert(_to_notebook(raw, version), 4))
             nbformat.validate(notebook)
     except Exception as exc:  # ValidationError, NBFormatError, or nbformat tripping over garbage
         detail = " ".join(str(getattr(exc, "message", "") or exc).split())
         where = "/".join(str(p) for p in getattr(exc, "absolute_path", []) or [])
         raise UnreadableSubmission("it is not a valid notebook (" + (f"at {where}: " if where else "")
                                    + (detail[:150] + "..." if len(detail) > 150 else detail) + ")") from None
+    return notebook
+
+
+def with_cell_ids(notebook: Any) -> Any:
+    """A notebook of format 4.0-4.4 (Colab's downloads, Jupyter before 2021, this course's release before 26 Nov)
+    as format 4.5: every cell gets an id (``cell-<n>``, its place; unique), as Jupyter does when it opens one.
+    Grading then writes and reads one format: nbgrader's copy in autograded/ held the ids of the instructor's cells
+    it put back under format 4.4, which forbids them, and the right answers in it scored 0 ("'id' was unexpected")."""
+    if notebook.get("nbformat") != 4 or notebook.get("nbformat_minor", 0) >= 5:
+        return notebook
+    taken = {c.get("id") for c in notebook.cells if isinstance(c.get("id"), str)}
+    for number, cell in enumerate(notebook.cells, 1):
+        if not isinstance(cell.get("id"), str):
+            name = f"cell-{number}"
+            while name in taken:
+                name += "-x"
+            cell["id"] = name
+            taken.add(name)
+    notebook["nbformat_minor"] = 5
     return notebook
 
 
