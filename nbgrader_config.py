@@ -26,6 +26,12 @@ if os.path.isfile(os.path.join(_scripts, "alembic")) and os.environ.get("PATH", 
 # A shared teaching server (docs/shared-server.md): nbgrader's collect, each collected submission left
 # 700/600 to the instructor (nbgrader keeps the exchange's 777, where another student could write into it).
 c.ExchangeFactory.collect = "grader.shared.PrivateCollect"
+# The exchange: the one make shared-server made (recorded in the course folder), GRADER_EXCHANGE to override, else
+# /srv/nbgrader/exchange, the students' environment's default. nbgrader's own default is another folder
+# (/usr/local/share/nbgrader/exchange): a plain `nbgrader release_assignment` released where no student looked.
+from grader.classroom.shared import exchange_root  # noqa: E402
+
+c.Exchange.root = exchange_root(__import__("pathlib").Path(__file__).resolve().parent)
 # The gradebook: nbgrader's default (<course>/gradebook.db, SQLite) or, when GRADER_DB_URL is set, that database
 # (PostgreSQL: several nbgrader processes can write it at once, `make autograde JOBS=N`). Every nbgrader command
 # run with it set (autograde, feedback, export, formgrader) uses the same gradebook.

@@ -58,6 +58,28 @@ def test_the_python_check_asks_for_what_the_lock_needs():
         assert "Python 3.11+" not in page.read_text(), page.name
 
 
+def test_the_courses_nbgrader_commands_use_the_exchange_make_shared_server_made(tmp_path, monkeypatch):
+    """Issue 30, blocker 1: nbgrader 0.9.6's own Exchange.root is /usr/local/share/nbgrader/exchange, the students'
+    environment's is the course's: nbgrader_config.py now names the one make shared-server made (recorded in the
+    course folder), GRADER_EXCHANGE overriding it, /srv/nbgrader/exchange before make shared-server ran."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    monkeypatch.delenv("GRADER_EXCHANGE", raising=False)
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copy(REPO / "nbgrader_config.py", root)
+
+    def configured() -> str:
+        return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config().Exchange.root
+
+    assert configured() == shared.DEFAULT_EXCHANGE
+    assert shared.server(root, tmp_path / "exchange") == 0
+    assert configured() == str((tmp_path / "exchange").resolve())
+    assert stat.S_IMODE((root / shared.EXCHANGE_FILE).stat().st_mode) == 0o600
+    monkeypatch.setenv("GRADER_EXCHANGE", "/srv/elsewhere")
+    assert configured() == "/srv/elsewhere"
+
+
 def test_the_shared_environment_sets_this_courses_id():
     assert f'c.CourseDirectory.course_id = "{shared.COURSE_ID}"' in (REPO / "nbgrader_config.py").read_text()
     assert f"course_id = {shared.COURSE_ID!r}" in shared.student_config(Path("/srv/x"))
@@ -200,15 +222,17 @@ def test_a_shared_server_round_trip_with_three_student_accounts(accounts, shared
     nbgrader = str(VENV_BIN / "nbgrader")
     make = ["make", "--no-print-directory", "-C", str(REPO)]
 
+    nbgraders_default = Path("/usr/local/share/nbgrader/exchange")  # nbgrader 0.9.6's own Exchange.root
+    existed = nbgraders_default.exists()
     out = _instructor([*make, "shared-server", f"COURSE={root}", f"EXCHANGE={exchange}"], REPO)
-    assert "made private" in out, out
+    assert "made private" in out and str(root / shared.EXCHANGE_FILE) in out, out
     _instructor([nbgrader, "generate_assignment", course.ASSIGNMENT], root)  # the gradebook, from solutions/
     out = _instructor([*make, "shared-env", f"PREFIX={prefix}", f"EXCHANGE={exchange}", f"GROUP={group}",
                        f"PYTHON={sys._base_executable}"], REPO, timeout=900)  # type: ignore[attr-defined]
     assert "students' environment ready" in out, out
     assert not [p for p in [prefix, *prefix.rglob("*")] if not p.is_symlink() and p.lstat().st_mode & 0o022], \
         "the students' environment is writable by others than root"
-    _instructor([nbgrader, "release_assignment", course.ASSIGNMENT, f"--Exchange.root={exchange}"], root)
+    _instructor([nbgrader, "release_assignment", course.ASSIGNMENT], root)  # as docs/shared-server.md says
 
     answers = {"correct": course.answer_sources(root / "solutions" / course.ASSIGNMENT)["linear"],
                "wrong": course.mistake_source(REPO / "examples" / "mistakes" / "linear-transposed-grad-weight.py")}
@@ -227,7 +251,7 @@ def test_a_shared_server_round_trip_with_three_student_accounts(accounts, shared
     for kind, user in students.items():
         _ok(_as(user, [f"{prefix}/bin/nbgrader", "submit", course.ASSIGNMENT]), f"{kind}: submit")
 
-    _instructor([nbgrader, "collect", course.ASSIGNMENT, f"--Exchange.root={exchange}"], root)
+    _instructor([nbgrader, "collect", course.ASSIGNMENT], root)  # as docs/shared-server.md says
     for user in students.values():
         modes = _modes(root / "submitted" / user)
         assert {m for name, (m, _) in modes.items() if (root / "submitted" / name).is_dir()} == {0o700}, modes
@@ -238,13 +262,14 @@ def test_a_shared_server_round_trip_with_three_student_accounts(accounts, shared
     assert {kind: scores[user]["linear"] for kind, user in students.items()} == \
         {"correct": (6, 6), "wrong": (1, 6), "stub": (0, 6)}, scores
     _instructor([nbgrader, "generate_feedback", course.ASSIGNMENT], root)
-    _instructor([nbgrader, "release_feedback", course.ASSIGNMENT, f"--Exchange.root={exchange}"], root)
+    _instructor([nbgrader, "release_feedback", course.ASSIGNMENT], root)  # as docs/shared-server.md says
     pages = {}
     for kind, user in students.items():
         _ok(_as(user, [f"{prefix}/bin/nbgrader", "fetch_feedback", course.ASSIGNMENT]), f"{kind}: fetch_feedback")
         [page] = Path(f"/home/{user}/{course.ASSIGNMENT}/feedback").glob(f"*/{NOTEBOOK.replace('.ipynb', '.html')}")
         pages[kind] = page.read_text(encoding="utf-8")
     assert "is transposed" in pages["wrong"] and "is transposed" not in pages["correct"]
+    assert nbgraders_default.exists() == existed, "an instructor's command used nbgrader's own exchange (issue 30)"
 
     # What a student may and may not do in the instructor's course folder.
     intruder, victim = students["stub"], students["correct"]

@@ -29,7 +29,8 @@ import sys
 from pathlib import Path
 
 COURSE_ID = "autograd-functions"  # nbgrader_config.py's CourseDirectory.course_id (a test checks they agree)
-DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"  # nbgrader's own default Exchange.root
+DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"  # the course's (nbgrader 0.9.6's own is /usr/local/share/nbgrader/exchange)
+EXCHANGE_FILE = ".exchange"  # in the course folder: the exchange make shared-server made, read by nbgrader_config.py
 DEFAULT_PREFIX = "/opt/autograd-course"
 REPO = Path(__file__).resolve().parents[2]  # grader/classroom/shared.py
 # The oldest Python every package of requirements.lock accepts (its Requires-Python): soupsieve 4.1.2 asks for
@@ -115,10 +116,29 @@ def server(course: Path, exchange: Path) -> int:
     if blocked:
         say(f"warning: students cannot pass through {blocked} to reach the exchange {exchange}: chmod o+x it, or "
             f"choose an exchange elsewhere (EXCHANGE=/srv/nbgrader/exchange)")
-    if exchange.resolve() != Path(DEFAULT_EXCHANGE):
-        say(f"this exchange is not nbgrader's default: give --Exchange.root={exchange} to release_assignment, collect "
-            f"and release_feedback (the students' environment has it: make shared-env EXCHANGE={exchange})")
+    record = course / EXCHANGE_FILE
+    record.write_text(str(exchange.resolve()) + "\n", encoding="utf-8")
+    os.chmod(record, 0o600)
+    say(f"the course's nbgrader commands (release_assignment, collect, release_feedback, formgrader) use this exchange: "
+        f"recorded in {record}, read by nbgrader_config.py"
+        + ("" if exchange.resolve() == Path(DEFAULT_EXCHANGE) else
+           f"; give the students' environment the same: make shared-env EXCHANGE={exchange}"))
     return 0
+
+
+def exchange_root(course: Path) -> str:
+    """The course's exchange (nbgrader's ``Exchange.root``): ``GRADER_EXCHANGE`` when set, else the one
+    ``make shared-server`` recorded in the course folder, else ``DEFAULT_EXCHANGE``. Never nbgrader's own default:
+    the students' environment reads ``DEFAULT_EXCHANGE`` (or the one given to ``make shared-env``), so an instructor's
+    plain ``nbgrader release_assignment`` released where no student looked ("Assignment not found")."""
+    given = os.environ.get("GRADER_EXCHANGE", "").strip()
+    if given:
+        return given
+    try:
+        recorded = (course / EXCHANGE_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        recorded = ""
+    return recorded or DEFAULT_EXCHANGE
 
 
 def student_config(exchange: Path) -> str:
@@ -259,11 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("server", help="make the course folder private and create the exchange (make shared-server)")
     s.add_argument("--course", type=Path, default=Path("."), help="the course folder (default: the current one)")
     s.add_argument("--exchange", type=Path, default=Path(DEFAULT_EXCHANGE),
-                   help=f"nbgrader's exchange folder (default: nbgrader's, {DEFAULT_EXCHANGE})")
+                   help=f"nbgrader's exchange folder (default: the course's, {DEFAULT_EXCHANGE})")
     e = sub.add_parser("env", help="the students' read-only environment with grader and nbgrader (make shared-env)")
     e.add_argument("--prefix", type=Path, default=Path(DEFAULT_PREFIX), help=f"where (default {DEFAULT_PREFIX})")
     e.add_argument("--exchange", type=Path, default=Path(DEFAULT_EXCHANGE),
-                   help=f"nbgrader's exchange folder (default: nbgrader's, {DEFAULT_EXCHANGE})")
+                   help=f"nbgrader's exchange folder (default: the course's, {DEFAULT_EXCHANGE})")
     e.add_argument("--python", default=sys.executable, help="the Python to build it with (default: this one)")
     e.add_argument("--group", default="", help="the students' Unix group, let through the folders on the way to a "
                                                 "Python others cannot reach (an ACL entry)")
