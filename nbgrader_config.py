@@ -26,6 +26,9 @@ if os.path.isfile(os.path.join(_scripts, "alembic")) and os.environ.get("PATH", 
 # A shared teaching server (docs/shared-server.md): nbgrader's collect, each collected submission left
 # 700/600 to the instructor (nbgrader keeps the exchange's 777, where another student could write into it).
 c.ExchangeFactory.collect = "grader.shared.PrivateCollect"
+# nbgrader's release_feedback stopped for the whole class at the first submission copied into submitted/ by hand
+# (no submission_secret.txt); that student is now left out with one line, the others get their feedback.
+c.ExchangeFactory.release_feedback = "grader.classroom.shared.HandInTolerantReleaseFeedback"
 # The exchange: the one make shared-server made (recorded in the course folder), GRADER_EXCHANGE to override, else
 # /srv/nbgrader/exchange, the students' environment's default. nbgrader's own default is another folder
 # (/usr/local/share/nbgrader/exchange): a plain `nbgrader release_assignment` released where no student looked.

@@ -252,6 +252,11 @@ def test_a_shared_server_round_trip_with_three_student_accounts(accounts, shared
         _ok(_as(user, [f"{prefix}/bin/nbgrader", "submit", course.ASSIGNMENT]), f"{kind}: submit")
 
     _instructor([nbgrader, "collect", course.ASSIGNMENT], root)  # as docs/shared-server.md says
+    # one more student's notebook copied into submitted/ by hand (docs/instructors.md allows it): no submission
+    # secret, so nbgrader's release_feedback stopped for everyone at it (issue 30); now it is left out, said once
+    by_hand = root / "submitted" / "by-hand" / course.ASSIGNMENT
+    by_hand.mkdir(parents=True)
+    shutil.copy(root / "submitted" / students["correct"] / course.ASSIGNMENT / NOTEBOOK, by_hand / NOTEBOOK)
     for user in students.values():
         modes = _modes(root / "submitted" / user)
         assert {m for name, (m, _) in modes.items() if (root / "submitted" / name).is_dir()} == {0o700}, modes
@@ -261,8 +266,10 @@ def test_a_shared_server_round_trip_with_three_student_accounts(accounts, shared
     scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
     assert {kind: scores[user]["linear"] for kind, user in students.items()} == \
         {"correct": (6, 6), "wrong": (1, 6), "stub": (0, 6)}, scores
+    assert scores["by-hand"]["linear"] == (6, 6), scores
     _instructor([nbgrader, "generate_feedback", course.ASSIGNMENT], root)
-    _instructor([nbgrader, "release_feedback", course.ASSIGNMENT], root)  # as docs/shared-server.md says
+    out = _instructor([nbgrader, "release_feedback", course.ASSIGNMENT], root)  # as docs/shared-server.md says
+    assert "feedback of by-hand not released" in out and "give them" in out, out[-3000:]
     pages = {}
     for kind, user in students.items():
         _ok(_as(user, [f"{prefix}/bin/nbgrader", "fetch_feedback", course.ASSIGNMENT]), f"{kind}: fetch_feedback")

@@ -21,6 +21,7 @@ folder is 777 there), so another student could have written into it.
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import shutil
 import stat
@@ -271,6 +272,47 @@ class PrivateCollect(_ExchangeCollect):  # type: ignore[misc,valid-type]
                 os.chmod(parent, 0o700)
             if parent == submitted:
                 break
+
+
+# --- nbgrader's release_feedback, past submissions copied in by hand ------------------------------------------------
+
+try:
+    from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback as _ExchangeReleaseFeedback
+except ImportError:
+    _ExchangeReleaseFeedback = object  # type: ignore[assignment,misc]
+
+
+class HandInTolerantReleaseFeedback(_ExchangeReleaseFeedback):  # type: ignore[misc,valid-type]
+    """nbgrader's release_feedback, except that a student whose submission did not come through the exchange (copied
+    into submitted/ by hand, as docs/instructors.md allows) is left out with one line saying so, instead of
+    nbgrader's ``FileNotFoundError`` (its ``timestamp.txt`` or ``submission_secret.txt``) ending the command before
+    anyone's feedback was released. Such a student cannot ``fetch_feedback`` (the exchange files feedback under a hash of that secret):
+    the line says to hand them their page."""
+
+    def copy_files(self):  # noqa: D102 (nbgrader's)
+        pattern = self.coursedir.format_path(self.coursedir.feedback_directory, "*", self.coursedir.assignment_id)
+        if self.coursedir.student_id:
+            pattern = self.coursedir.format_path(self.coursedir.feedback_directory, self.coursedir.student_id,
+                                                 self.coursedir.assignment_id)
+        left_out = []
+        for folder in sorted(glob.glob(pattern)):
+            missing = [name for name in ("timestamp.txt", "submission_secret.txt")
+                       if not os.path.isfile(os.path.join(folder, name))]
+            if missing:
+                student = Path(folder).parent.name
+                left_out.append(student)
+                self.log.warning("feedback of %s not released: their submission was not collected through the "
+                                 "exchange (no %s), so nbgrader fetch_feedback cannot find it; give them %s yourself",
+                                 student, " or ".join(missing), folder)
+        if left_out:
+            before = self.coursedir.student_id_exclude
+            self.coursedir.student_id_exclude = ",".join(filter(None, [before, *left_out]))
+            try:
+                super().copy_files()
+            finally:
+                self.coursedir.student_id_exclude = before
+        else:
+            super().copy_files()
 
 
 def main(argv: list[str] | None = None) -> int:
