@@ -278,13 +278,20 @@ def test_a_shared_server_round_trip_with_three_student_accounts(accounts, shared
     assert "is transposed" in pages["wrong"] and "is transposed" not in pages["correct"]
     assert nbgraders_default.exists() == existed, "an instructor's command used nbgrader's own exchange (issue 30)"
 
+    # the class's grades and diagnoses, written after make shared-server (issue 30: they were 755/644 then)
+    _instructor([str(VENV_BIN / "python"), "-m", "grader.report", "--root", str(root)], root, timeout=600)
+    _instructor([nbgrader, "export"], root)
+    assert "linear" in (root / "grades.csv").read_text() or (root / "grades.csv").stat().st_size > 0
+
     # What a student may and may not do in the instructor's course folder.
     intruder, victim = students["stub"], students["correct"]
     released = root / "notebooks" / course.ASSIGNMENT / NOTEBOOK
     assert _as(intruder, ["cat", str(released)]).returncode == 0, "the released notebooks stay readable"
     for secret in [root / "solutions" / course.ASSIGNMENT / NOTEBOOK, root / "gradebook.db",
                    root / "submitted" / victim / course.ASSIGNMENT / NOTEBOOK,
-                   root / "autograded" / victim / course.ASSIGNMENT / NOTEBOOK]:
+                   root / "autograded" / victim / course.ASSIGNMENT / NOTEBOOK,
+                   root / "reports" / "scores.csv", root / "reports" / "class-report.html", root / "grades.csv",
+                   root / "grader_results" / course.ASSIGNMENT / victim / NOTEBOOK.replace(".ipynb", ".json")]:
         assert secret.is_file()
         done = _as(intruder, ["cat", str(secret)])
         assert done.returncode != 0 and "Permission denied" in done.stderr, (secret, done.stdout[:200], done.stderr)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from grader.classroom.folders import ASSIGNMENTS, language_of
-from grader.classroom.untrusted import csv_cell
+from grader.classroom.untrusted import csv_cell, private_folder
 
 Scores = dict[str, dict[str, tuple[float, float]]]  # student -> exercise -> (score, max)
 RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json: what
@@ -379,7 +379,7 @@ def build(root: Path, assignment: str | Sequence[str], out: Path, db_url: str | 
                  "covers every assignment of the course)." if others else "")
     diagnoses = diagnoses_from_results(root / RESULTS_DIR, assignments)
     flags = flags_from_results(root / RESULTS_DIR, assignments)
-    out.mkdir(parents=True, exist_ok=True)
+    private_folder(out)  # (grades and names: the instructor's only, also on a shared server)
     write_csvs(scores, diagnoses, out, languages)
     write_flags_csv(flags, out)
     page = out / "class-report.html"
@@ -396,7 +396,7 @@ def flag_line(root: Path, assignment: str | Sequence[str] = ASSIGNMENTS, out: Pa
     if not flags:
         return ""
     out = out or root / "reports"
-    out.mkdir(parents=True, exist_ok=True)
+    private_folder(out)  # (grades and names: the instructor's only, also on a shared server)
     return say("flagged_summary", count=flagged_submissions(flags), path=write_flags_csv(flags, out))
 
 

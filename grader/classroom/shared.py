@@ -44,7 +44,7 @@ MINIMUM_PYTHON = (3, 11, 5)
 SHARED_ENTRIES = (".venv", "grader", "notebooks")
 # Folders nbgrader creates later (collect, autograde, feedback): created now, private, so that what nbgrader puts
 # in them with its own modes stays out of reach.
-INSTRUCTOR_FOLDERS = ("solutions", "submitted", "autograded", "feedback")
+INSTRUCTOR_FOLDERS = ("solutions", "submitted", "autograded", "feedback", "reports", "grader_results")
 
 
 def say(text: str) -> None:
@@ -70,6 +70,10 @@ def make_private(root: Path) -> list[str]:
         if not (root / name).exists():
             (root / name).mkdir(mode=0o700)
             changed.append(f"{name}/ created (700)")
+    grades = root / "grades.csv"  # nbgrader export's file: it rewrites an existing one, keeping its mode
+    if not grades.exists():
+        os.close(os.open(grades, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        changed.append("grades.csv created empty (600): nbgrader export fills it")
     gradebook = root / "gradebook.db"
     if not gradebook.exists() and not os.environ.get("GRADER_DB_URL", "").strip():
         os.close(os.open(gradebook, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))

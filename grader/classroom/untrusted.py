@@ -187,6 +187,14 @@ def private_file(path: "os.PathLike[str] | str", mode: str = "w", encoding: str 
     return os.fdopen(descriptor, mode, encoding=encoding)
 
 
+def private_folder(path: "os.PathLike[str] | str") -> None:
+    """``path`` made if missing (with its parents) and readable by its owner only (0700, also when it existed
+    before): a folder of the course that holds grades, diagnoses or names (reports/, grader_results/). On a shared
+    server the course root is 711, so a student who knows a file's name could read it in a 755 folder."""
+    os.makedirs(path, exist_ok=True)
+    os.chmod(path, 0o700)
+
+
 # --- log records ----------------------------------------------------------------------------------------------
 
 

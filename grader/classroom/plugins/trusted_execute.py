@@ -21,6 +21,7 @@ from grader.boundary.limits import NOTEBOOK_SECONDS
 from grader.classroom.plugins.instructor import instructor_notebook, instructor_sources
 from grader.classroom.plugins.submissions import read_submission, UnreadableSubmission
 from grader.classroom.report import RESULTS_DIR  # (<course root>/grader_results/<assignment>/<student>/<notebook>.json)
+from grader.classroom.untrusted import private_folder
 
 
 class GradingStopped(SystemExit):
@@ -113,7 +114,9 @@ class TrustedExecute(NbGraderPreprocessor):
         from grader.judge.outputs import course_relative
 
         folder = root / RESULTS_DIR / info["assignment"] / info["student"]
-        folder.mkdir(parents=True, exist_ok=True)
+        if not folder.is_dir():
+            private_folder(root / RESULTS_DIR)  # (diagnoses with names: the instructor's only, on a shared server too)
+            folder.mkdir(parents=True, exist_ok=True)
         saved = course_relative(result.as_dict(), root)  # (diagnoses as students read them: no absolute path)
         (folder / f"{info['notebook']}.json").write_text(json.dumps(saved, indent=1), encoding="utf-8")
 
