@@ -102,8 +102,8 @@ release: $(STAMP) ## regenerate solutions/autograd-zh/ (from solutions/autograd/
 demo: install ## the main job: autograde the bundled example class with nbgrader, print scores, write feedback
 	@$(BIN)/python -m grader.course demo
 
-autograde: $(STAMP) ## autograde submitted/ with nbgrader (gradebook created if missing), print the scores; FORCE=1 regrade all (make has no --force), ASSIGNMENT=autograd-zh for the Chinese notebooks, JOBS=N DB_URL=postgresql+psycopg://...: N processes
-	@$(BIN)/python -m grader.course autograde --assignment '$(ASSIGNMENT)' $(if $(filter 1 yes true,$(FORCE)),--force)
+autograde: $(STAMP) ## autograde submitted/ with nbgrader (gradebook created if missing), print the scores; FORCE=1 regrade all (make has no --force), STUDENT=erin regrade one (or a,b), ASSIGNMENT=autograd-zh for the Chinese notebooks, JOBS=N DB_URL=postgresql+psycopg://...: N processes
+	@$(BIN)/python -m grader.course autograde --assignment '$(ASSIGNMENT)' $(if $(filter 1 yes true,$(FORCE)),--force) $(if $(STUDENT),--student '$(STUDENT)')
 
 POSTGRES_DIR ?= .postgres
 postgres: $(STAMP) ## start a local PostgreSQL gradebook in .postgres/ (for trying JOBS=N) and print its GRADER_DB_URL

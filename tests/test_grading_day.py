@@ -116,12 +116,27 @@ def test_left_out_folders_files_and_cells_are_said_counted_and_force_and_assignm
     assert "autograde: 0/0 notebooks graded" in again.stdout and "3 students (11 notebooks) autograded before" \
         in again.stdout and "FORCE=1" in again.stdout, again.stdout
 
+    # issue 30: the rename the warning told, then a plain rerun, grades that notebook (it kept its 0 before)
+    assert _scores(root)["cleo"]["square"][0] == 0
+    os.rename(cleo / "03_double_backward (1).ipynb", cleo / "03_double_backward.ipynb")
+    renamed_run = make(root, "autograde")
+    assert renamed_run.returncode == 0 and "autograde: 4/4 notebooks graded" in renamed_run.stdout, renamed_run.stdout
+    assert "(cleo): they are graded again" in renamed_run.stdout, renamed_run.stdout
+    assert _scores(root)["cleo"]["square"][0] > 0, _scores(root)["cleo"]
+    # STUDENT=: one student graded again, the others left as they are
+    before = (root / "autograded" / "dan" / "autograd" / "02_custom_function.ipynb").stat().st_mtime_ns
+    one = make(root, "autograde", "STUDENT=ada")
+    assert one.returncode == 0 and "autograde: 4/4 notebooks graded" in one.stdout, one.stdout
+    assert (root / "autograded" / "dan" / "autograd" / "02_custom_function.ipynb").stat().st_mtime_ns == before
+    nobody = make(root, "autograde", "STUDENT=zoe")
+    assert nobody.returncode != 0 and "no submission of zoe" in nobody.stdout, nobody.stdout
+
     other = make(root, "autograde", "ASSIGNMENT=hw1")
     said = [line for line in other.stdout.splitlines() if not re.match(r"make(\[\d+\])?: \*\*\*", line)]
     assert other.returncode != 0 and len(said) == 1 and "no assignment 'hw1'" in said[0] and "autograd" in said[0], \
         other.stdout
     help_text = make(root, "help").stdout
-    assert "FORCE=1" in help_text and "ASSIGNMENT=" in help_text
+    assert "FORCE=1" in help_text and "ASSIGNMENT=" in help_text and "STUDENT=" in help_text
 
 
 def test_grader_grade_refuses_a_renamed_course_notebook(tmp_path):

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from grader.classroom.demo_class import (  # noqa: F401
     answer_sources, build_submission, class_answers, class_languages, mistake_source,
@@ -134,7 +134,7 @@ REFUSE_SQLITE = ("{jobs} nbgrader processes cannot share the SQLite gradebook {u
 
 
 def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, jobs: int | None = None,
-              db_url: str | None = None, workers: int = 0) -> int:
+              db_url: str | None = None, workers: int = 0, students: Sequence[str] = ()) -> int:
     """`make autograde`: nbgrader autograde of everything in submitted/, with progress, then the table.
 
     With ``jobs`` > 1 (default: GRADER_JOBS, else 1), that many nbgrader processes autograde disjoint groups of
@@ -144,7 +144,9 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, job
 
     What is left out is said, one line each, and counted at the end: a student folder without the assignment's
     folder (misnamed), a notebook under a name the assignment does not have (renamed). One run at a time per
-    course (``course_lock``); Ctrl-C leaves every student recorded completely or as before (exit status 130)."""
+    course (``course_lock``); Ctrl-C leaves every student recorded completely or as before (exit status 130).
+    ``students`` (`make autograde STUDENT=erin`, several separated by commas): only those, graded again whether or not
+    they were before; the others are left as they are."""
     root = root.resolve()
     db_url = db_url or gradebook_url(root)
     jobs = jobs or jobs_setting()
@@ -172,12 +174,18 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, job
                          "; rename that folder to the student's id, then run autograde again (nothing was graded)")
     if jobs > 1 and is_sqlite(db_url):
         raise SystemExit(REFUSE_SQLITE.format(jobs=jobs, url=shown_url(db_url)))
+    only = [s for s in dict.fromkeys(students) if s]
+    unknown = [s for s in only if s not in handed_in]
+    if unknown:
+        raise SystemExit(f"no submission of {', '.join(printable(s) for s in unknown)} for {printable(assignment)}: "
+                         f"{root / 'submitted'}/<student>/{printable(assignment)}/ does not exist for "
+                         f"{'them' if len(unknown) > 1 else 'this student'} (nothing was graded)")
     with course_lock(root):
-        return _autograde_locked(root, assignment, force, jobs, db_url, workers, handed_in, len(elsewhere))
+        return _autograde_locked(root, assignment, force, jobs, db_url, workers, handed_in, len(elsewhere), only)
 
 
 def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_url: str, workers: int,
-                      handed_in: dict[str, list[Path]], folders_left_out: int) -> int:
+                      handed_in: dict[str, list[Path]], folders_left_out: int, only: Sequence[str] = ()) -> int:
     runner = Nbgrader(root, db_url=db_url)
     try:
         notebooks = ensure_gradebook(runner, assignment)
@@ -210,11 +218,14 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
             runner.quiet |= {runner.shown(f"Skipping unknown notebook: {f}")}
             say(f"    warning: {printable(student)}: {folder}/{printable(f.name)} left out: {what}")
     counts = {student: sum(1 for f in files if f.name in known) for student, files in handed_in.items()
-              if student not in skipped}
+              if student not in skipped and (not only or student in only)}
     runner.notebooks_of = counts
     total = sum(counts.values())
-    if not force and counts:
-        _forget_ungraded(root, assignment, db_url, counts)
+    if only and counts:  # STUDENT=: those graded again (as --force does, for them only), the others untouched
+        for student in counts:
+            _remove_tree(root / "autograded" / student / assignment)
+    elif not force and counts:
+        _forget_ungraded(root, assignment, db_url, counts, known)
     groups = split_class(counts, jobs) if counts else []
     say(f"autograde: {len(counts)} students, {total} notebooks, each in a sandbox; "
         + ("nbgrader records them one by one" if len(groups) <= 1 else
@@ -274,21 +285,37 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
     return 1 if failed else 0
 
 
-def _forget_ungraded(root: Path, assignment: str, db_url: str, students: dict[str, int]) -> None:
+def _forget_ungraded(root: Path, assignment: str, db_url: str, students: dict[str, int],
+                     known: set[str] = frozenset()) -> None:  # type: ignore[assignment]
     """nbgrader skips a student whose autograded/ folder is there (and not older than the submission), whatever
-    the gradebook holds: after switching gradebooks (SQLite to PostgreSQL, a new database) it would grade nothing.
-    The autograded folders of students the gradebook in use has no submission of are removed first (as --force
-    does, for them only), so nbgrader grades them."""
+    the gradebook holds: after switching gradebooks (SQLite to PostgreSQL, a new database) it would grade nothing,
+    and a notebook renamed as the warning told (``03_double_backward (1).ipynb``) kept its 0. The autograded folders
+    of students the gradebook in use has no submission of, and of students who now hand in a notebook of the
+    assignment their autograded copy lacks, are removed first (as --force does, for them only), so nbgrader grades
+    them."""
     try:
         recorded = gradebook_students(db_url, assignment)
     except GradebookUnreachable:
         return  # (ensure_gradebook reached it a moment ago; nbgrader will say what goes wrong)
     stale = [s for s in students if s not in recorded and (root / "autograded" / s / assignment).exists()]
-    for student in stale:
+    renamed = [s for s in students if s not in stale and _newly_named(root, assignment, s, known)]
+    for student in [*stale, *renamed]:
         _remove_tree(root / "autograded" / student / assignment)
     if stale:
         say(f"autograde: {len(stale)} students have autograded notebooks but no grades in the gradebook "
             f"{shown_url(db_url)} ({_names(stale)}): they are graded again")
+    if renamed:
+        say(f"autograde: {len(renamed)} students hand in a notebook their autograded copy lacks (renamed as told?) "
+            f"({_names(renamed)}): they are graded again")
+
+
+def _newly_named(root: Path, assignment: str, student: str, known: set[str]) -> bool:
+    """Whether ``student`` now hands in a notebook of the assignment that their autograded copy does not hold."""
+    graded = root / "autograded" / student / assignment
+    if not graded.is_dir():
+        return False
+    handed = {p.name for p in (root / "submitted" / student / assignment).glob("*.ipynb")} & set(known)
+    return bool(handed - {p.name for p in graded.glob("*.ipynb")})
 
 
 def _remove_tree(folder: Path) -> None:
@@ -545,6 +572,9 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--db-url", default=None,
                    help="the gradebook, as nbgrader's CourseDirectory.db_url (default: GRADER_DB_URL, else "
                         "sqlite:///<course>/gradebook.db)")
+    a.add_argument("--student", action="append", default=[],
+                   help="only this student (repeat, or separate by commas), graded again whether or not they were "
+                        "before; the others are left as they are (make autograde STUDENT=erin)")
     a.add_argument("--workers", type=int, default=0,
                    help="sandboxed workers per nbgrader process (default: the cores shared out between them)")
     f = sub.add_parser("feedback", help="nbgrader generate_feedback for every autograded submission, with progress")
@@ -569,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--jobs needs 1 or more")
         try:
             return autograde(args.root, args.assignment, force=args.force, jobs=args.jobs, db_url=args.db_url,
-                             workers=args.workers)
+                             workers=args.workers, students=[s.strip() for s in ",".join(args.student).split(",")])
         except KeyboardInterrupt:  # (before or after the nbgrader processes: nothing half-recorded)
             say("interrupted: run make autograde again")
             return 130
