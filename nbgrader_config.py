@@ -29,6 +29,9 @@ c.ExchangeFactory.collect = "grader.shared.PrivateCollect"
 # nbgrader's release_feedback stopped for the whole class at the first submission copied into submitted/ by hand
 # (no submission_secret.txt); that student is now left out with one line, the others get their feedback.
 c.ExchangeFactory.release_feedback = "grader.classroom.shared.HandInTolerantReleaseFeedback"
+# nbgrader export: the course's assignment once per student, in whichever language they took (autograd or
+# autograd-zh: nbgrader wrote a 0 row for the other one), into a grades.csv only the instructor can read.
+c.ExportApp.plugin_class = "grader.classroom.plugins.export.OneCourseCsvExport"
 # The exchange: the one make shared-server made (recorded in the course folder), GRADER_EXCHANGE to override, else
 # /srv/nbgrader/exchange, the students' environment's default. nbgrader's own default is another folder
 # (/usr/local/share/nbgrader/exchange): a plain `nbgrader release_assignment` released where no student looked.
