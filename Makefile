@@ -23,7 +23,7 @@ export GRADER_DB_URL := $(DB_URL)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: shared-env shared-server cluster-certificates help install system-packages sandbox-user release demo autograde feedback report scores lab test test-fast lock clean postgres postgres-stop
+.PHONY: shared-env shared-server cluster-certificates help install system-packages sandbox-user release demo autograde roster feedback report scores lab test test-fast lock clean postgres postgres-stop
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -104,6 +104,9 @@ demo: install ## the main job: autograde the bundled example class with nbgrader
 
 autograde: $(STAMP) ## autograde submitted/ with nbgrader (gradebook created if missing), print the scores; FORCE=1 regrade all (make has no --force), STUDENT=erin regrade one (or a,b), ASSIGNMENT=autograd-zh for the Chinese notebooks, JOBS=N DB_URL=postgresql+psycopg://...: N processes
 	@$(BIN)/python -m grader.course autograde --assignment '$(ASSIGNMENT)' $(if $(filter 1 yes true,$(FORCE)),--force) $(if $(STUDENT),--student '$(STUDENT)')
+
+roster: $(STAMP) ## the class list into the gradebook's student table: CSV=students.csv (nbgrader's, Moodle's or Canvas's columns); make scores then lists every enrolled student
+	@$(BIN)/python -m grader.course roster --csv '$(CSV)'
 
 POSTGRES_DIR ?= .postgres
 postgres: $(STAMP) ## start a local PostgreSQL gradebook in .postgres/ (for trying JOBS=N) and print its GRADER_DB_URL

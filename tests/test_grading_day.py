@@ -86,11 +86,20 @@ def test_left_out_folders_files_and_cells_are_said_counted_and_force_and_assignm
         nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != gone]
         nbformat.write(nb, str(dan / name))
 
+    # the class list (issue 30): bob's folder is misnamed, erin handed in nothing; both are enrolled
+    (scratch / "students.csv").write_text("id,first_name,last_name\nada,Ada,A\nbob,Bob,B\ncleo,Cleo,C\n"
+                                          "dan,Dan,D\nerin,Erin,E\n", encoding="utf-8")
+    listed = make(root, "roster", f"CSV={scratch / 'students.csv'}")
+    assert listed.returncode == 0 and "roster: 5 students" in listed.stdout, listed.stdout
     done = make(root, "autograde")
     out = done.stdout
     assert done.returncode == 0, out[-4000:]
+    assert "enrolled, nothing submitted: 2 student(s) of the class list (bob, erin)" in out, out
+    table = make(root, "scores").stdout
+    assert [line.split()[0] for line in table.splitlines() if line.rstrip().endswith("not submitted")] == \
+        ["bob", "erin"], table
     lines = out.splitlines()
-    bob = [line for line in lines if "bob" in line]
+    bob = [line for line in lines if "bob" in line and not line.startswith("enrolled, nothing submitted")]
     assert len(bob) == 1 and "submitted/bob/Autograd/" in bob[0] and "rename it to submitted/bob/autograd/" in bob[0], out
     renamed = [line for line in lines if "03_double_backward (1).ipynb" in line]
     assert len(renamed) == 1 and "cleo" in renamed[0] and "rename it to 03_double_backward.ipynb" in renamed[0], out

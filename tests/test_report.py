@@ -133,7 +133,7 @@ def test_scores_end_with_the_flagged_line(tmp_path, monkeypatch, capsys):
     from grader.classroom import course
 
     plant_flags(tmp_path / "grader_results")
-    monkeypatch.setattr(course, "class_scores", lambda db, assignments=course.ASSIGNMENTS: (
+    monkeypatch.setattr(course, "class_scores", lambda db, assignments=course.ASSIGNMENTS, **_: (
         {"s03": {"square": (2.0, 6.0)}}, {"s03": "en"}))
     assert course.main(["scores", "--db", f"sqlite:///{tmp_path / 'gradebook.db'}"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()

@@ -272,6 +272,9 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
         say(f"left out: {', '.join(parts)} (named above): rename them as said, then run make autograde again")
     table = table if table is not None else gradebook_scores(db_url, assignment)
     say("\n" + render_scores(table, {student: language_of(assignment) for student in table}) + "\n")
+    absent = _not_submitted_line(db_url, assignment)
+    if absent:
+        say(absent)
     flagged = flag_line(root, assignment)
     if flagged:
         say(flagged)
@@ -283,6 +286,41 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
         say(f"nbgrader autograde failed for some students{' in ' + job.label if job.label else ''} "
             f"(exit status {job.returncode}); see the lines above and its log: {job.log}")
     return 1 if failed else 0
+
+
+def roster(root: Path, path: Path) -> int:
+    """`make roster CSV=...`: the class list into the gradebook's student table (``grader.classroom.roster``)."""
+    from grader.classroom.roster import RosterError, import_roster, read_roster
+
+    root = root.resolve()
+    try:
+        students = read_roster(path)
+    except RosterError as exc:
+        say(f"error: {exc}; nothing was imported")
+        return 2
+    runner = Nbgrader(root, db_url=gradebook_url(root))
+    ensure_gradebook(runner, ASSIGNMENT)
+    added, known = import_roster(runner.db_url, students)
+    say(f"roster: {len(students)} students in {path} ({added} added to the gradebook, {known} already there); "
+        "make scores lists every one of them, make autograde names those it finds nothing of")
+    return 0
+
+
+def _not_submitted_line(db_url: str, assignment: str) -> str:
+    """'enrolled, nothing submitted: ...' for the class list's students with no submission of the course's
+    assignment in any language ('' when there is no class list or everyone handed something in)."""
+    from grader.classroom.roster import enrolled_without_submission
+
+    editions = (assignment,) if assignment not in ASSIGNMENTS else ASSIGNMENTS
+    try:
+        missing = enrolled_without_submission(db_url, editions)
+    except Exception:
+        return ""
+    if not missing:
+        return ""
+    shown = ", ".join(printable(s) for s in missing[:12]) + (f" and {len(missing) - 12} more" if len(missing) > 12 else "")
+    return (f"enrolled, nothing submitted: {len(missing)} student(s) of the class list ({shown}); a misnamed folder "
+            "is named above; make scores lists them")
 
 
 def _forget_ungraded(root: Path, assignment: str, db_url: str, students: dict[str, int],
@@ -577,6 +615,9 @@ def main(argv: list[str] | None = None) -> int:
                         "before; the others are left as they are (make autograde STUDENT=erin)")
     a.add_argument("--workers", type=int, default=0,
                    help="sandboxed workers per nbgrader process (default: the cores shared out between them)")
+    r = sub.add_parser("roster", help="the class list into nbgrader's student table (make roster CSV=...)")
+    r.add_argument("--csv", type=Path, required=True, help="the class list: nbgrader's, Moodle's or Canvas's CSV")
+    r.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
     f = sub.add_parser("feedback", help="nbgrader generate_feedback for every autograded submission, with progress")
     f.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
     f.add_argument("--force", action="store_true", help="write again the pages written before")
@@ -594,6 +635,8 @@ def main(argv: list[str] | None = None) -> int:
         return demo(args.dir)
     if args.command == "feedback":
         return feedback(args.root, args.assignment, force=args.force)
+    if args.command == "roster":
+        return roster(args.root, args.csv)
     if args.command == "autograde":
         if args.jobs is not None and args.jobs < 1:
             parser.error("--jobs needs 1 or more")
@@ -603,7 +646,7 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:  # (before or after the nbgrader processes: nothing half-recorded)
             say("interrupted: run make autograde again")
             return 130
-    say(render_scores(*class_scores(args.db)))
+    say(render_scores(*class_scores(args.db, with_enrolled=True)))
     flagged = flag_line(args.root or course_root(args.db))
     if flagged:
         say(flagged)

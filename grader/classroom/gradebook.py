@@ -70,12 +70,14 @@ def _cell_order(assignment: str) -> dict[str, int]:
     return order
 
 
-def class_scores(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS
+def class_scores(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS, with_enrolled: bool = False
                  ) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, str]]:
     """The whole class over the assignments (default: every one of the course, autograd and its translations):
     ({student: {exercise: (score, max)}}, {student: language}), a student's language being the one of the assignment
     they handed in ("en", "zh"). The translations have the same exercises and points, so one table holds them. A
-    student who handed in two of them gets one row each, the second named "<student> (<language>)"."""
+    student who handed in two of them gets one row each, the second named "<student> (<language>)".
+    ``with_enrolled``: the students of nbgrader's student table (the class list, ``make roster``) who handed in
+    none of them get an empty row (shown as "not submitted"), language "-"."""
     table: dict[str, dict[str, tuple[float, float]]] = {}
     languages: dict[str, str] = {}
     for assignment in assignments:
@@ -83,6 +85,15 @@ def class_scores(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS
         for student, row in gradebook_scores(db_url, assignment).items():
             name = student if student not in table else f"{student} ({language})"
             table[name], languages[name] = row, language
+    if with_enrolled and table is not None:  # the class list (make roster): who handed in nothing has a row too
+        from grader.classroom.roster import enrolled_without_submission
+
+        try:
+            for student in enrolled_without_submission(db_url, assignments):
+                table.setdefault(student, {})
+                languages.setdefault(student, "-")
+        except Exception:  # (a gradebook without nbgrader's tables yet: nobody is enrolled)
+            pass
     return table, languages
 
 
@@ -103,7 +114,7 @@ def render_scores(table: dict[str, dict[str, tuple[float, float]]], languages: d
         top = sum(m for _, m in row.values())
         rows.append([printable(student), *([languages.get(student, "?")] if languages is not None else []),
                      *(f"{row[e][0]:g}/{row[e][1]:g}" if e in row else "-" for e in exercises),
-                     f"{total:g}/{top:g}"])
+                     f"{total:g}/{top:g}" if row else "not submitted"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     left = 1 + len(lang)  # (the student and the language: on the left; the scores: on the right)
     lines = ["  ".join(cell.rjust(w) if i >= left else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths)))
