@@ -135,6 +135,38 @@ class Recording:
 _RECORDING: Recording | None = None
 
 
+def _put_back_interrupted(recording: Recording, db_url: str) -> None:
+    """After Ctrl-C: the student nbgrader was halfway through put back as before, and one line saying so. A
+    SQLite gradebook may still be locked by the session the interrupt cut short (a read or write transaction left
+    open, seen once in CI as "database is locked"): that session is collected and the engines' connections closed
+    first, and a locked database is tried again for a while."""
+    import gc
+
+    from grader.classroom import gradebook_engines
+    from grader.classroom.untrusted import redact
+
+    left, failure = recording.current or "", None
+    for attempt in range(20):
+        gc.collect()  # (the interrupted session, unreachable now: its connection closes, its transaction ends)
+        gradebook_engines.dispose()
+        try:
+            left = recording.restore()
+            failure = None
+            break
+        except Exception as exc:  # noqa: BLE001 (said below, with the student)
+            failure = exc
+            if "locked" not in str(exc):
+                break
+            time.sleep(0.5)
+    if failure is not None:  # said, with the student: the gradebook needs a look
+        print("[nbgrader_job | ERROR] " + redact(
+            f"interrupted: {printable(left)} could not be put back as before in the gradebook "
+            f"({type(failure).__name__}: {printable(failure)}); run make autograde FORCE=1 to grade it again", db_url),
+            flush=True)
+        return
+    log(f"interrupted: {recording.recorded} students recorded" + (f", {printable(left)} left as before" if left else ""))
+
+
 def _student_starts(**hook: Any) -> None:
     if _RECORDING is not None:
         _RECORDING.start(**hook)
@@ -270,17 +302,8 @@ def main(argv: list[str] | None = None) -> int:
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not stop the putting back
         code = INTERRUPTED
-        try:
-            left = recording.restore()
-        except Exception as exc:  # said, with the student: the gradebook needs a look
-            left = recording.current or ""
-            print("[nbgrader_job | ERROR] " + redact(
-                f"interrupted: {printable(left)} could not be put back as before in the gradebook ({type(exc).__name__}: "
-                f"{printable(exc)}); run make autograde FORCE=1 to grade it again", args.db_url), flush=True)
-        else:
-            log(f"interrupted: {recording.recorded} students recorded"
-                + (f", {printable(left)} left as before" if left else ""))
-        args.scores = None  # (no table: the parent says what to do)
+        args.scores = None  # (no table: the parent says what to do); the student is put back below, once the
+        # grading threads are stopped and the interrupted gradebook session is gone (its traceback held it here)
     finally:
         finished = time.monotonic()
         plugins = sys.modules.get("grader.classroom.plugins.trusted_execute")
@@ -293,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                 "(seconds after this process started)")
         log(f"nbgrader finished {finished - STARTED:.2f} s after this process started, having used {time.process_time():.2f} s "
             f"of CPU (its threads included); sandboxed workers closed in {time.monotonic() - finished:.2f} s")
+    if code == INTERRUPTED:
+        _put_back_interrupted(recording, args.db_url)
     if args.scores:
         from grader.classroom.gradebook import gradebook_scores
 
