@@ -206,10 +206,15 @@ def test_ctrl_c_leaves_every_student_recorded_completely_or_as_before(scratch):
     assert after["ben"] == before["ben"], "ben: as before the run"
     assert after["cat"] == before["cat"]
 
+    # the plain rerun finishes the interrupted FORCE=1 (issue 30): ben, and cat, whom it had not reached
     rerun = make(root, "autograde")
     assert rerun.returncode == 0, rerun.stdout[-3000:]
-    assert "autograde: 4/4 notebooks graded" in rerun.stdout, rerun.stdout  # ben (ann and cat: recorded)
+    assert "finishing the FORCE=1 run interrupted before: 2 students" in rerun.stdout, rerun.stdout
+    assert "autograde: 8/8 notebooks graded" in rerun.stdout, rerun.stdout  # ben and cat (ann: recorded)
     assert all(s == m for s, m in _scores(root)["ben"].values())
+    assert all(s == m for s, m in _scores(root)["cat"].values()), "cat: graded again, as FORCE=1 asked"
+    assert not (root / f".autograde-force-{course.ASSIGNMENT}").exists()
+    assert "0/0 notebooks graded" in make(root, "autograde").stdout  # and then nothing is left to finish
 
 
 @pytest.mark.slow

@@ -221,11 +221,20 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
               if student not in skipped and (not only or student in only)}
     runner.notebooks_of = counts
     total = sum(counts.values())
+    pending_force = root / f".autograde-force-{assignment}"  # students an interrupted FORCE=1 did not reach yet
     if only and counts:  # STUDENT=: those graded again (as --force does, for them only), the others untouched
         for student in counts:
             _remove_tree(root / "autograded" / student / assignment)
     elif not force and counts:
         _forget_ungraded(root, assignment, db_url, counts, known)
+        unfinished = [s for s in _read_pending(pending_force) if s in counts]
+        for student in unfinished:
+            _remove_tree(root / "autograded" / student / assignment)
+        if unfinished:
+            say(f"autograde: finishing the FORCE=1 run interrupted before: {len(unfinished)} students it had not "
+                f"reached ({_names(unfinished)}) are graded again")
+    if force and not only and counts:
+        _write_pending(pending_force, list(counts))
     groups = split_class(counts, jobs) if counts else []
     say(f"autograde: {len(counts)} students, {total} notebooks, each in a sandbox; "
         + ("nbgrader records them one by one" if len(groups) <= 1 else
@@ -236,10 +245,15 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
                                   workers)
         except Interrupted:
             halfway = ", ".join(runner.left_halfway)
+            if pending_force.exists():  # FORCE=1 (now or before): the rerun grades again who it did not reach
+                _write_pending(pending_force, [s for s in _read_pending(pending_force) if s not in runner.recorded])
             say(f"interrupted: {len(runner.recorded)} students recorded, "
                 + (f"{halfway} left as before" if halfway else "no student halfway")
                 + "; run make autograde again")
             return 130
+        if pending_force.exists() and not only:
+            _write_pending(pending_force, [s for s in _read_pending(pending_force)
+                                           if s not in runner.recorded and s not in counts])
         _, seconds, failed = run if groups else (0, 0.0, [])
         left_before = sum(counts.get(s, 0) for s in runner.skipped)
         expected = total - left_before
@@ -347,6 +361,24 @@ def _forget_ungraded(root: Path, assignment: str, db_url: str, students: dict[st
             f"({_names(renamed)}): they are graded again")
 
 
+def _read_pending(path: Path) -> list[str]:
+    """The students a FORCE=1 run had still to grade when it was interrupted ([] when none)."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [s for s in found if isinstance(s, str)] if isinstance(found, list) else []
+
+
+def _write_pending(path: Path, students: list[str]) -> None:
+    """Keep the students a FORCE=1 run has still to grade (the file goes when there are none)."""
+    if students:
+        with private_file(path) as f:
+            json.dump(students, f)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def _newly_named(root: Path, assignment: str, student: str, known: set[str]) -> bool:
     """Whether ``student`` now hands in a notebook of the assignment that their autograded copy does not hold."""
     graded = root / "autograded" / student / assignment
@@ -357,8 +389,12 @@ def _newly_named(root: Path, assignment: str, student: str, known: set[str]) -> 
 
 
 def _remove_tree(folder: Path) -> None:
-    """shutil.rmtree, through the read-only folders nbgrader leaves (its permissions, 444/555)."""
+    """shutil.rmtree, through the read-only folders nbgrader leaves (its permissions, 444/555); nothing when the
+    folder is not there (a student never graded, or one whose copy nbgrader removed before an interruption)."""
     import stat
+
+    if not folder.exists() and not folder.is_symlink():
+        return
 
     def writable(function: Any, path: str, _: Any) -> None:
         os.chmod(os.path.dirname(path), stat.S_IRWXU)
