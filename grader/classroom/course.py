@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from grader.classroom.demo_class import (  # noqa: F401
     answer_sources, build_submission, class_answers, class_languages, mistake_source,
@@ -223,13 +223,11 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
     total = sum(counts.values())
     pending_force = root / f".autograde-force-{assignment}"  # students an interrupted FORCE=1 did not reach yet
     if only and counts:  # STUDENT=: those graded again (as --force does, for them only), the others untouched
-        for student in counts:
-            _remove_tree(root / "autograded" / student / assignment)
+        _grade_again(root, assignment, counts)
     elif not force and counts:
         _forget_ungraded(root, assignment, db_url, counts, known)
         unfinished = [s for s in _read_pending(pending_force) if s in counts]
-        for student in unfinished:
-            _remove_tree(root / "autograded" / student / assignment)
+        _grade_again(root, assignment, unfinished)
         if unfinished:
             say(f"autograde: finishing the FORCE=1 run interrupted before: {len(unfinished)} students it had not "
                 f"reached ({_names(unfinished)}) are graded again")
@@ -351,14 +349,20 @@ def _forget_ungraded(root: Path, assignment: str, db_url: str, students: dict[st
         return  # (ensure_gradebook reached it a moment ago; nbgrader will say what goes wrong)
     stale = [s for s in students if s not in recorded and (root / "autograded" / s / assignment).exists()]
     renamed = [s for s in students if s not in stale and _newly_named(root, assignment, s, known)]
-    for student in [*stale, *renamed]:
-        _remove_tree(root / "autograded" / student / assignment)
+    _grade_again(root, assignment, [*stale, *renamed])
     if stale:
         say(f"autograde: {len(stale)} students have autograded notebooks but no grades in the gradebook "
             f"{shown_url(db_url)} ({_names(stale)}): they are graded again")
     if renamed:
         say(f"autograde: {len(renamed)} students hand in a notebook their autograded copy lacks (renamed as told?) "
             f"({_names(renamed)}): they are graded again")
+
+
+def _grade_again(root: Path, assignment: str, students: Iterable[str]) -> None:
+    """What nbgrader's --force does, for these students only: their autograded copies removed, so nbgrader grades
+    them (it skips a student whose autograded/ folder is there and not older than the submission)."""
+    for student in students:
+        _remove_tree(root / "autograded" / student / assignment)
 
 
 def _read_pending(path: Path) -> list[str]:

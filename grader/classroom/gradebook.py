@@ -85,7 +85,7 @@ def class_scores(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS, with_e
         for student, row in gradebook_scores(db_url, assignment).items():
             name = student if student not in table else f"{student} ({language})"
             table[name], languages[name] = row, language
-    if with_enrolled and table is not None:  # the class list (make roster): who handed in nothing has a row too
+    if with_enrolled:  # the class list (make roster): who handed in nothing has a row too
         from grader.classroom.roster import enrolled_without_submission
 
         try:

@@ -45,31 +45,30 @@ class OneCourseCsvExport(CsvExportPlugin):
                 if assignment.name in EDITIONS:
                     continue
                 for student in students:
-                    out.writerow(self._row(gradebook, assignment, student, "", assignment.name))
+                    out.writerow(self._row(assignment, student, "", assignment.name,
+                                           self._submission(gradebook, assignment, student)))
 
     def _course_row(self, gradebook: Any, editions: list[Any], student: Any) -> list[Any]:
-        taken = []
-        for assignment in editions:
-            try:
-                taken.append((gradebook.find_submission(assignment.name, student.id), assignment))
-            except MissingEntry:
-                continue
+        taken = [(found, assignment) for assignment in editions
+                 if (found := self._submission(gradebook, assignment, student)) is not None]
         if not taken:  # submitted nothing: one 0 row, as nbgrader writes for a missing submission
-            return self._row(gradebook, editions[0], student, "", ASSIGNMENT)
+            return self._row(editions[0], student, "", ASSIGNMENT, None)
         if len(taken) > 1:
             self.log.warning("%s submitted %s: the latest one is exported", student.id,
                              " and ".join(a.name for _, a in taken))
         submission, assignment = max(taken, key=lambda pair: str(pair[0].timestamp or ""))
-        return self._row(gradebook, assignment, student, EDITIONS[assignment.name], ASSIGNMENT, submission)
+        return self._row(assignment, student, EDITIONS[assignment.name], ASSIGNMENT, submission)
 
     @staticmethod
-    def _row(gradebook: Any, assignment: Any, student: Any, language: str, name: str,
-             submission: Any = None) -> list[Any]:
-        if submission is None:
-            try:
-                submission = gradebook.find_submission(assignment.name, student.id)
-            except MissingEntry:
-                submission = None
+    def _submission(gradebook: Any, assignment: Any, student: Any) -> Any:
+        try:
+            return gradebook.find_submission(assignment.name, student.id)
+        except MissingEntry:
+            return None
+
+    @staticmethod
+    def _row(assignment: Any, student: Any, language: str, name: str, submission: Any) -> list[Any]:
+        """nbgrader's columns for ``submission`` (None: not submitted, 0 points), plus the language."""
         if submission is None:
             timestamp, raw, penalty, score = "", 0.0, 0.0, 0.0
         else:

@@ -450,11 +450,12 @@ class _Feeder:
                     continue
                 paths = sorted(Path(folder).glob("*.ipynb"))
                 ordered = self._costliest_first(paths) if len(paths) <= self.window // 2 else paths
+                reordered = ordered != paths
                 for k, path in enumerate(ordered):
                     notebook_id, place = path.stem, (folder, path.name)
                     # where nbgrader may take from once this one is handed over: every notebook up to it must be;
                     # with the folder's costliest notebook first, that is once the whole folder is
-                    reached = place if ordered == paths else \
+                    reached = place if not reordered else \
                         (folder, paths[-1].name) if k == len(ordered) - 1 else self.position
                     with self.cond:
                         while not self.stopped and len(self.pending) >= self.window and \
