@@ -55,7 +55,7 @@ def test_every_enrolled_student_has_a_row_in_the_table_and_the_export(tmp_path, 
     path.write_text(NBGRADER + "erin,Erin,E,\n", encoding="utf-8")
     assert roster.import_roster(url, roster.read_roster(path)) == (2, 1)
     assert roster.import_roster(url, roster.read_roster(path)) == (0, 3)  # again: nothing new, names kept
-    assert roster.enrolled_without_submission(url, ("autograd", "autograd-zh")) == ["bob", "erin"]
+    assert gradebook.enrolled_without_submission(url, ("autograd", "autograd-zh")) == ["bob", "erin"]
     table, languages = gradebook.class_scores(url, ("autograd", "autograd-zh"), with_enrolled=True)
     shown = gradebook.render_scores(table, languages)
     lines = {line.split()[0]: line for line in shown.splitlines()[2:]}

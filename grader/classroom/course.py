@@ -41,7 +41,7 @@ from grader.classroom.demo_class import (  # noqa: F401
 from grader.classroom.folders import ASSIGNMENT, ASSIGNMENTS, LOG_NAME, REPO, language_of  # noqa: F401
 from grader.classroom.gradebook import (  # noqa: F401 (course.X: what tests and the benchmarks read here)
     GradebookUnreachable, _cell_order, _reached, class_scores, gradebook_notebooks, gradebook_scores,
-    gradebook_students, gradebook_url, is_sqlite, render_scores, shown_url,
+    enrolled_without_submission, gradebook_students, gradebook_url, is_sqlite, render_scores, shown_url,
 )
 from grader.classroom.nbgrader_run import (  # noqa: F401
     Interrupted, Job, Nbgrader, ensure_gradebook, nbgrader, nbgrader_command, nbgrader_env, say,
@@ -321,12 +321,10 @@ def roster(root: Path, path: Path) -> int:
 def _not_submitted_line(db_url: str, assignment: str) -> str:
     """'enrolled, nothing submitted: ...' for the class list's students with no submission of the course's
     assignment in any language ('' when there is no class list or everyone handed something in)."""
-    from grader.classroom.roster import enrolled_without_submission
-
     editions = (assignment,) if assignment not in ASSIGNMENTS else ASSIGNMENTS
     try:
         missing = enrolled_without_submission(db_url, editions)
-    except Exception:
+    except GradebookUnreachable:
         return ""
     if not missing:
         return ""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from grader.classroom.folders import ASSIGNMENT, ASSIGNMENTS, REPO, language_of
 from grader.classroom.untrusted import hide_password, printable, redact
@@ -86,14 +86,9 @@ def class_scores(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS, with_e
             name = student if student not in table else f"{student} ({language})"
             table[name], languages[name] = row, language
     if with_enrolled:  # the class list (make roster): who handed in nothing has a row too
-        from grader.classroom.roster import enrolled_without_submission
-
-        try:
-            for student in enrolled_without_submission(db_url, assignments):
-                table.setdefault(student, {})
-                languages.setdefault(student, "-")
-        except Exception:  # (a gradebook without nbgrader's tables yet: nobody is enrolled)
-            pass
+        for student in enrolled_without_submission(db_url, assignments):
+            table.setdefault(student, {})
+            languages.setdefault(student, "-")
     return table, languages
 
 
@@ -154,6 +149,16 @@ def gradebook_students(db_url: str, assignment: str = ASSIGNMENT) -> set[str]:
     return set(_gradebook_column(db_url, assignment, "SELECT submitted_assignment.student_id FROM submitted_assignment "
                                  "JOIN assignment ON submitted_assignment.assignment_id = assignment.id "
                                  "WHERE assignment.name = :name", "submitted_assignment"))
+
+
+def enrolled_without_submission(db_url: str, assignments: Sequence[str]) -> list[str]:
+    """The gradebook's students (the class list, ``make roster``) with no submission of any of ``assignments``
+    (the course's, in either language), by id; [] when the gradebook has no student table yet."""
+    everyone = _gradebook_column(db_url, "", "SELECT id FROM student ORDER BY id", "student")
+    handed: set[str] = set()
+    for assignment in assignments:
+        handed |= gradebook_students(db_url, assignment)
+    return [s for s in everyone if s not in handed]
 
 
 def _gradebook_column(db_url: str, assignment: str, query: str, table: str) -> list[str]:

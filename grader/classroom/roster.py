@@ -84,15 +84,3 @@ def import_roster(db_url: str, students: list[dict[str, str]]) -> tuple[int, int
             details: dict[str, Any] = {k: v for k, v in student.items() if k != "id" and v}
             gb.update_or_create_student(student["id"], **details)
     return added, known
-
-
-def enrolled_without_submission(db_url: str, assignments: tuple[str, ...]) -> list[str]:
-    """The gradebook's students with no submission of any of ``assignments`` (the course's, in either language)."""
-    from nbgrader.api import Assignment, Gradebook, Student, SubmittedAssignment
-
-    with Gradebook(db_url) as gb:
-        everyone = [s for (s,) in gb.db.query(Student.id).order_by(Student.id)]
-        handed = {s for (s,) in gb.db.query(SubmittedAssignment.student_id)
-                  .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
-                  .filter(Assignment.name.in_(list(assignments)))}
-    return [s for s in everyone if s not in handed]

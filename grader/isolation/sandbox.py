@@ -118,11 +118,27 @@ def package_fingerprint(folder: Path | None = None) -> str:
 _IMPORTED_FINGERPRINT = package_fingerprint(fingerprint.PACKAGE)
 
 
+_WORKED: set[tuple[object, ...]] = set()  # the set-ups available() found working in this process
+
+
 def available() -> tuple[bool, str]:
-    """(True, "") when bubblewrap can start a sandbox here, as the user it will run as; else (False, why)."""
+    """(True, "") when bubblewrap can start a sandbox here, as the user it will run as; else (False, why).
+    A set-up found working is not probed again in this process (the probes start four processes: about 0.1 s
+    before the first worker could start, asked three times on the way to grading); a failure is probed each time."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return False, "bubblewrap (bwrap) is not installed: run `make install` (Debian package bubblewrap)"
+    paths = (*default_exposed(), trusted_package())
+    key = (bwrap, host_identity(), paths, tuple(_system_mounts()))
+    if key in _WORKED:
+        return True, ""
+    ok, why = _probe(bwrap, paths)
+    if ok:
+        _WORKED.add(key)
+    return ok, why
+
+
+def _probe(bwrap: str, paths: tuple[Path, ...]) -> tuple[bool, str]:
     try:
         from grader.isolation import syscalls
 
@@ -130,7 +146,7 @@ def available() -> tuple[bool, str]:
     except Exception as exc:  # SeccompUnavailable, or a libseccomp that cannot compile the policy
         return False, str(exc)
     identity = host_identity()
-    for path in [*default_exposed(), trusted_package()]:
+    for path in paths:
         unreadable = _unreadable_by(path, identity)
         if unreadable:
             who = f"the sandbox user (uid {identity[0]})" if identity else "this user"
