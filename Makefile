@@ -23,7 +23,7 @@ export GRADER_DB_URL := $(DB_URL)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: shared-env shared-server cluster-certificates help install system-packages sandbox-user release demo autograde roster feedback report scores lab test test-fast lock clean postgres postgres-stop
+.PHONY: shared-env shared-server cluster-certificates help install system-packages sandbox-user release demo autograde roster due extension export feedback report scores lab test test-fast lock clean postgres postgres-stop
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -107,6 +107,15 @@ autograde: $(STAMP) ## autograde submitted/ with nbgrader (gradebook created if 
 
 roster: $(STAMP) ## the class list into the gradebook's student table: CSV=students.csv (nbgrader's, Moodle's or Canvas's columns); make scores then lists every enrolled student
 	@$(BIN)/python -m grader.course roster --csv '$(CSV)'
+
+due: $(STAMP) ## the assignment's due date: DUE="2026-12-01 23:59 +08:00" (ASSIGNMENT=autograd; autograd-zh follows it; DUE=none removes it), into deadlines.toml and the gradebook
+	@$(BIN)/python -m grader.course due --assignment '$(ASSIGNMENT)' --due '$(DUE)'
+
+extension: $(STAMP) ## one student's extension: STUDENT=erin EXTENSION="2 days" (EXTENSION=0 removes it); graded work gets its new late penalty at once
+	@$(BIN)/python -m grader.course extension --assignment '$(ASSIGNMENT)' --student '$(STUDENT)' --extension '$(EXTENSION)'
+
+export: $(STAMP) ## the grades for the LMS, one row per enrolled student: exports/grades.csv, canvas.csv (Canvas's Gradebook import) and moodle.csv (Moodle's CSV grade import)
+	@$(BIN)/python -m grader.course export
 
 POSTGRES_DIR ?= .postgres
 postgres: $(STAMP) ## start a local PostgreSQL gradebook in .postgres/ (for trying JOBS=N) and print its GRADER_DB_URL

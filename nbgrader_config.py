@@ -86,7 +86,7 @@ c.Autograde.autograde_preprocessors = [
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "grader.nbgrader_plugins.SaveAutoGradesAtOnce",  # nbgrader's rows, written in one transaction
-    "nbgrader.preprocessors.AssignLatePenalties",
+    "grader.classroom.plugins.late.CourseLatePenalties",  # deadlines.toml: due dates, extensions, the late policy
     "grader.nbgrader_plugins.CheckCellMetadata",
 ]
 # Renamed or deleted test cells: the submission is still graded, with the instructor's test cells put back.

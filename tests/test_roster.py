@@ -69,3 +69,11 @@ def test_every_enrolled_student_has_a_row_in_the_table_and_the_export(tmp_path, 
     rows = {r["student_id"]: r for r in csv.DictReader(open(tmp_path / "grades.csv", encoding="utf-8"))}
     assert set(rows) == {"ada", "bob", "erin"} and rows["bob"]["score"] == "0.0" and rows["ada"]["score"] == "6.0"
     assert Path(tmp_path / "grades.csv").is_file()
+
+
+def test_canvas_own_id_is_kept_for_the_canvas_export(tmp_path):
+    path = tmp_path / "students.csv"
+    path.write_text(CANVAS, encoding="utf-8")
+    assert [s["lms_user_id"] for s in roster.read_roster(path)] == ["1", "2"]
+    path.write_text(MOODLE, encoding="utf-8")
+    assert [s["lms_user_id"] for s in roster.read_roster(path)] == ["", ""]  # (Moodle's ID number is not Canvas's)

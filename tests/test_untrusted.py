@@ -97,7 +97,7 @@ def test_csv_cells_a_spreadsheet_would_run_are_neutralised(tmp_path):
     assert ["s20" in r[0] for r in rows].count(True) == 0 and csv_cell("s03") == "s03", "plain names unchanged"
     scores_csv, diagnoses_csv = report.write_csvs({"=1+1": {"square": (2.0, 6.0)}}, [
         report.Diagnosis("square", "wrong_sign", "=cmd()", {"=1+1"}, {"square-first-order"})], out)
-    assert list(csv.reader(open(scores_csv)))[1] == ["'=1+1", "2", "2", "6", "en"]
+    assert list(csv.reader(open(scores_csv)))[1] == ["'=1+1", "2", "2", "6", "en", "graded", "0", "0"]
     assert list(csv.reader(open(diagnoses_csv)))[1] == ["square", "wrong_sign", "1", "'=cmd()", "'=1+1",
                                                         "square-first-order", "mistake"]
 

@@ -35,13 +35,15 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from grader.classroom import deadlines
 from grader.classroom.demo_class import (  # noqa: F401
     answer_sources, build_submission, class_answers, class_languages, mistake_source,
 )
 from grader.classroom.folders import ASSIGNMENT, ASSIGNMENTS, LOG_NAME, REPO, language_of  # noqa: F401
 from grader.classroom.gradebook import (  # noqa: F401 (course.X: what tests and the benchmarks read here)
-    GradebookUnreachable, _cell_order, _reached, class_scores, gradebook_notebooks, gradebook_scores,
-    enrolled_without_submission, gradebook_students, gradebook_url, is_sqlite, render_scores, shown_url,
+    GradebookUnreachable, _cell_order, _reached, class_lateness, class_scores, enrolled_without_submission,
+    gradebook_lateness, gradebook_notebooks, gradebook_scores, gradebook_students, gradebook_url, is_sqlite,
+    render_scores, shown_url,
 )
 from grader.classroom.nbgrader_run import (  # noqa: F401
     Interrupted, Job, Nbgrader, ensure_gradebook, nbgrader, nbgrader_command, nbgrader_env, say,
@@ -156,6 +158,10 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, job
         raise SystemExit(f"no assignment {printable(assignment)!r} in this course: {root / 'solutions'}/"
                          f"{printable(assignment)}/ does not exist (its assignments: {', '.join(found) or 'none'}); "
                          f"give one of them (make autograde ASSIGNMENT=...), nothing was graded")
+    try:  # a broken deadlines.toml stops the run before anything is graded (else every penalty would be wrong)
+        deadlines.load(root), deadlines.load_policy(root)
+    except deadlines.DeadlineError as exc:
+        raise SystemExit(f"{exc} (nothing was graded)") from None
     fresh_bytecode()
     handed_in = submissions(root, assignment)
     released = {p.name for p in (root / "solutions" / assignment).glob("*.ipynb")}
@@ -283,7 +289,10 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
                                               (files_left_out, "notebook file(s) misnamed")) if n]
         say(f"left out: {', '.join(parts)} (named above): rename them as said, then run make autograde again")
     table = table if table is not None else gradebook_scores(db_url, assignment)
-    say("\n" + render_scores(table, {student: language_of(assignment) for student in table}) + "\n")
+    late = _reached(gradebook_lateness, db_url, assignment)
+    say("\n" + render_scores(table, {student: language_of(assignment) for student in table}, late) + "\n")
+    for line in _late_lines(root, assignment, late, set(table)):
+        say(line)
     absent = _not_submitted_line(db_url, assignment)
     if absent:
         say(absent)
@@ -316,6 +325,15 @@ def roster(root: Path, path: Path) -> int:
     say(f"roster: {len(students)} students in {path} ({added} added to the gradebook, {known} already there); "
         "make scores lists every one of them, make autograde names those it finds nothing of")
     return 0
+
+
+def _late_lines(root: Path, assignment: str, late: dict[str, Any], shown: set[str]) -> list[str]:
+    """One line per late student of the table (``deadlines.late_line``), in name order."""
+    found = deadlines.load(root)
+    policy = deadlines.load_policy(root)
+    deadline = deadlines.for_assignment(found, assignment)
+    return [deadlines.late_line(student, assignment, late[student], deadline, policy)
+            for student in sorted(late) if late[student].late and student in shown]
 
 
 def _not_submitted_line(db_url: str, assignment: str) -> str:
@@ -617,6 +635,49 @@ def demo(workdir: Path) -> int:
     return 0
 
 
+def export_grades(root: Path) -> int:
+    """`make export` (``grader.classroom.grade_export``): the three files, and what is in them."""
+    from grader.classroom.grade_export import course_grades, write_exports, EXPORT_DIR
+
+    root = root.resolve()
+    db_url = gradebook_url(root)
+    if not _reached(gradebook_students, db_url, ASSIGNMENT) and not _reached(gradebook_notebooks, db_url, ASSIGNMENT):
+        say(f"Nothing to export: the gradebook {shown_url(db_url)} has no course yet (make autograde first).")
+        return 1
+    grades = course_grades(db_url)
+    paths = write_exports(grades, root / EXPORT_DIR)
+    absent = [g.student for g in grades if not g.submitted]
+    late = [g for g in grades if g.penalty]
+    say(f"export: {len(grades)} students, {len(grades) - len(absent)} graded"
+        + (f", {len(absent)} not submitted (0 points: {', '.join(printable(s) for s in absent[:8])}"
+           f"{' and more' if len(absent) > 8 else ''})" if absent else "")
+        + (f", {len(late)} with a late penalty" if late else "")
+        + f", out of {max((g.max_score for g in grades), default=0):g} points each")
+    for path, what in zip(paths, ("every column, plainly", "Canvas: Gradebook > Import", "Moodle: Grades > Import > CSV file (map Username to the user)")):
+        say(f"    {path}   ({what})")
+    return 0
+
+
+def late_work(args: Any) -> int:
+    """`make due` and `make extension` (``grader.classroom.deadlines``): the file, the gradebook, one line."""
+    root = args.root.resolve()
+    runner = Nbgrader(root, db_url=gradebook_url(root))
+    try:
+        if args.assignment not in ASSIGNMENTS and not (root / "solutions" / args.assignment).is_dir():
+            raise deadlines.DeadlineError(f"no assignment {printable(args.assignment)!r} in this course (its "
+                                          f"assignments: {', '.join(ASSIGNMENTS)})")
+        ensure_gradebook(runner, args.assignment)
+        if args.command == "due":
+            line = deadlines.set_due(root, runner.db_url, args.assignment, args.due)
+        else:
+            line = deadlines.set_extension(root, runner.db_url, args.assignment, args.student, args.extension)
+    except deadlines.DeadlineError as exc:
+        say(f"error: {exc}; nothing was changed")
+        return 2
+    say(line)
+    return 0
+
+
 def _either(names: tuple[str, ...]) -> str:
     """"{autograd,autograd-zh}" (a shell's way to name either folder), or the one name."""
     return names[0] if len(names) == 1 else "{" + ",".join(names) + "}"
@@ -656,6 +717,17 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("roster", help="the class list into nbgrader's student table (make roster CSV=...)")
     r.add_argument("--csv", type=Path, required=True, help="the class list: nbgrader's, Moodle's or Canvas's CSV")
     r.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
+    due = sub.add_parser("due", help="an assignment's due date into deadlines.toml and the gradebook (make due DUE=...)")
+    due.add_argument("--due", required=True, help='"2026-12-01 23:59 +08:00" (a time zone, else this machine\'s); "none" removes it')
+    ext = sub.add_parser("extension", help="one student's extension (make extension STUDENT=erin EXTENSION=\"2 days\")")
+    ext.add_argument("--student", required=True, help="the student's id")
+    ext.add_argument("--extension", required=True, help='"2 days", "36 hours", "1 week 2 days"; "0" removes it')
+    for late in (due, ext):
+        late.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
+        late.add_argument("--assignment", default=ASSIGNMENT,
+                          help=f"the assignment (default: {ASSIGNMENT}, which its translations follow)")
+    x = sub.add_parser("export", help="the grades for the LMS: exports/grades.csv, canvas.csv, moodle.csv (make export)")
+    x.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
     f = sub.add_parser("feedback", help="nbgrader generate_feedback for every autograded submission, with progress")
     f.add_argument("--root", type=Path, default=Path("."), help="course folder (default: the current one)")
     f.add_argument("--force", action="store_true", help="write again the pages written before")
@@ -675,6 +747,10 @@ def main(argv: list[str] | None = None) -> int:
         return feedback(args.root, args.assignment, force=args.force)
     if args.command == "roster":
         return roster(args.root, args.csv)
+    if args.command in ("due", "extension"):
+        return late_work(args)
+    if args.command == "export":
+        return export_grades(args.root)
     if args.command == "autograde":
         if args.jobs is not None and args.jobs < 1:
             parser.error("--jobs needs 1 or more")
@@ -684,7 +760,7 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:  # (before or after the nbgrader processes: nothing half-recorded)
             say("interrupted: run make autograde again")
             return 130
-    say(render_scores(*class_scores(args.db, with_enrolled=True)))
+    say(render_scores(*class_scores(args.db, with_enrolled=True), class_lateness(args.db)))
     flagged = flag_line(args.root or course_root(args.db))
     if flagged:
         say(flagged)

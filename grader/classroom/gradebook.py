@@ -4,8 +4,10 @@ SQLite (the default, <course>/gradebook.db) or PostgreSQL (GRADER_DB_URL): read 
 
 from __future__ import annotations
 
+import datetime
 import functools
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -92,24 +94,47 @@ def class_scores(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS, with_e
     return table, languages
 
 
-def render_scores(table: dict[str, dict[str, tuple[float, float]]], languages: dict[str, str] | None = None) -> str:
+def class_lateness(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS) -> dict[str, Lateness]:
+    """``gradebook_lateness`` over the assignments, by the names ``class_scores`` gives the rows (a student who
+    handed in two editions: the second is "<student> (<language>)"). SQL only."""
+    found: dict[str, Lateness] = {}
+    seen: set[str] = set()
+    for assignment in assignments:
+        late = gradebook_lateness(db_url, assignment)
+        for student in sorted(gradebook_students(db_url, assignment)):
+            name = student if student not in seen else f"{student} ({language_of(assignment)})"
+            seen.add(student)
+            if student in late:
+                found[name] = late[student]
+    return found
+
+
+def render_scores(table: dict[str, dict[str, tuple[float, float]]], languages: dict[str, str] | None = None,
+                  late: dict[str, Lateness] | None = None) -> str:
     """The table of scores per student and exercise, with the total; with ``languages`` ({student: "en" or "zh"}),
-    a column "lang" after the student: the language of the notebooks they handed in."""
+    a column "lang" after the student: the language of the notebooks they handed in. With ``late`` (when any
+    student is late): a column "late" saying by how much and the points the penalty took; the total is after it."""
     if not table:
         return "No autograded submissions in the gradebook yet."
+    from grader.classroom.deadlines import describe_duration
+
+    late = {s: v for s, v in (late or {}).items() if v.late and s in table}
     exercises: list[str] = []
     for row in table.values():
         exercises += [e for e in row if e not in exercises]
     lang = ["lang"] if languages is not None else []
-    header = ["student", *lang, *map(printable, exercises), "total"]
+    header = ["student", *lang, *map(printable, exercises), *(["late"] if late else []), "total"]
     rows = [header]
     for student in sorted(table):
         row = table[student]
-        total = sum(s for s, _ in row.values())
+        penalty = late[student].penalty if student in late else 0.0
+        total = sum(s for s, _ in row.values()) - penalty
         top = sum(m for _, m in row.values())
+        lateness = ([describe_duration(late[student].late) + (f" (-{penalty:g})" if penalty else "")
+                     if student in late else ""] if late else [])
         rows.append([printable(student), *([languages.get(student, "?")] if languages is not None else []),
                      *(f"{row[e][0]:g}/{row[e][1]:g}" if e in row else "-" for e in exercises),
-                     f"{total:g}/{top:g}" if row else "not submitted"])
+                     *lateness, f"{round(total, 2):g}/{top:g}" if row else "not submitted"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     left = 1 + len(lang)  # (the student and the language: on the left; the scores: on the right)
     lines = ["  ".join(cell.rjust(w) if i >= left else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths)))
@@ -161,7 +186,13 @@ def enrolled_without_submission(db_url: str, assignments: Sequence[str]) -> list
     return [s for s in everyone if s not in handed]
 
 
-def _gradebook_column(db_url: str, assignment: str, query: str, table: str) -> list[str]:
+def _gradebook_column(db_url: str, assignment: str, query: str, table: str) -> list[Any]:
+    return [row[0] for row in _gradebook_rows(db_url, query, {"name": assignment}, table)]
+
+
+def _gradebook_rows(db_url: str, query: str, params: dict[str, Any], table: str) -> list[tuple[Any, ...]]:
+    """The rows of ``query`` ([] when the gradebook or ``table`` is not there yet), with SQL: sqlite3 for a file,
+    SQLAlchemy for a server. Raises GradebookUnreachable."""
     if is_sqlite(db_url):
         import sqlite3
 
@@ -171,7 +202,7 @@ def _gradebook_column(db_url: str, assignment: str, query: str, table: str) -> l
         try:
             db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
             try:
-                return [row[0] for row in db.execute(query, {"name": assignment})]
+                return [tuple(row) for row in db.execute(query, params)]
             finally:
                 db.close()
         except sqlite3.Error:
@@ -187,11 +218,63 @@ def _gradebook_column(db_url: str, assignment: str, query: str, table: str) -> l
         with engine.connect() as db:
             if not sqlalchemy.inspect(db).has_table(table):
                 return []
-            return [row[0] for row in db.execute(sqlalchemy.text(query), {"name": assignment})]
+            return [tuple(row) for row in db.execute(sqlalchemy.text(query), params)]
     except SQLAlchemyError as exc:
         raise GradebookUnreachable(redact(" ".join(str(getattr(exc, "orig", None) or exc).split()), db_url)) from None
     finally:
         engine.dispose()
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """A submission's lateness, from the gradebook: how late after its due date (the extension included), the
+    extension, and the points the late penalty took (0.0: none)."""
+
+    late: datetime.timedelta
+    extension: datetime.timedelta | None
+    penalty: float
+    due: datetime.datetime  # the student's due date (extension included), naive UTC as nbgrader keeps it
+
+
+def gradebook_lateness(db_url: str, assignment: str = ASSIGNMENT) -> dict[str, Lateness]:
+    """{student: Lateness} for the submissions of ``assignment`` that came in after their due date or have an
+    extension (nbgrader's SubmittedAssignment.timestamp, .extension, Assignment.duedate and the notebooks'
+    late_submission_penalty), read with SQL (no nbgrader import: the table after every run reads it)."""
+    rows = _gradebook_rows(
+        db_url, "SELECT submitted_assignment.student_id, assignment.duedate, submitted_assignment.timestamp, "
+        "submitted_assignment.extension, SUM(COALESCE(submitted_notebook.late_submission_penalty, 0)) "
+        "FROM submitted_assignment JOIN assignment ON submitted_assignment.assignment_id = assignment.id "
+        "LEFT JOIN submitted_notebook ON submitted_notebook.assignment_id = submitted_assignment.id "
+        "WHERE assignment.name = :name AND assignment.duedate IS NOT NULL GROUP BY submitted_assignment.student_id, "
+        "assignment.duedate, submitted_assignment.timestamp, submitted_assignment.extension",
+        {"name": assignment}, "submitted_assignment")
+    found: dict[str, Lateness] = {}
+    for student, due, stamp, extension, penalty in rows:
+        due, stamp, extension = _when(due), _when(stamp), _interval(extension)
+        if due is None:
+            continue
+        due = due + (extension or datetime.timedelta(0))
+        late = max(datetime.timedelta(0), stamp - due) if stamp is not None else datetime.timedelta(0)
+        if late or extension:
+            found[student] = Lateness(late, extension, float(penalty or 0), due)
+    return found
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _when(value: Any) -> datetime.datetime | None:
+    """A DateTime column as SQLite's text or PostgreSQL's datetime -> naive UTC (nbgrader stores UTC)."""
+    if value is None or isinstance(value, datetime.datetime):
+        return value
+    return datetime.datetime.fromisoformat(str(value))
+
+
+def _interval(value: Any) -> datetime.timedelta | None:
+    """SQLAlchemy's Interval: a timedelta from PostgreSQL; on SQLite a DATETIME counted from 1970-01-01."""
+    if value is None or isinstance(value, datetime.timedelta):
+        return value or None
+    return (datetime.datetime.fromisoformat(str(value)) - _EPOCH) or None
 
 
 def _reached(query: Any, db_url: str, assignment: str) -> Any:

@@ -108,6 +108,9 @@ _REMOVED = "Removing existing assignment: "
 _SKIPPED = "Skipping existing assignment: "
 
 
+_LATE = re.compile(r".* is [\d.]+ seconds late$")  # nbgrader's, per late submission, before an extension is applied
+
+
 _INTERRUPTED = re.compile(r"interrupted: \d+ students recorded(?:, (.*) left as before)?$")
 
 
@@ -289,6 +292,8 @@ class Nbgrader:
                 return "removed", text.removeprefix(_REMOVED)
             if level == "INFO" and text.startswith(_SHOWN_INFO):
                 return "note", text
+            if level == "WARNING" and _LATE.match(text):
+                return "", text  # (one line per late student at the end, from the gradebook: the extension counted)
             if level == "WARNING":
                 return "warning", text
             if level in ("ERROR", "CRITICAL") and not text.startswith("Traceback"):

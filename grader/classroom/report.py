@@ -195,21 +195,29 @@ def exercises_in(scores: Scores) -> list[str]:
     return order
 
 
-def write_csvs(scores: Scores, diagnoses: list[Diagnosis], out: Path,
-               languages: dict[str, str] | None = None) -> tuple[Path, Path]:
-    """scores.csv (student, a column per exercise, total, max, lang: the language of the notebooks handed in) and
-    diagnoses.csv; ``languages``: {student: "en" or "zh"} (default: every student "en")."""
+def write_csvs(scores: Scores, diagnoses: list[Diagnosis], out: Path, languages: dict[str, str] | None = None,
+               late: dict[str, Any] | None = None) -> tuple[Path, Path]:
+    """scores.csv (student, a column per exercise, total after the late penalty, max, lang: the language of the
+    notebooks handed in, status: graded or not submitted (an enrolled student's empty row), minutes_late and
+    late_penalty) and diagnoses.csv; ``languages``: {student: "en" or "zh"} (default: every student "en");
+    ``late``: {student: gradebook.Lateness}."""
     exercises = exercises_in(scores)
-    languages = languages or {}
+    languages, late = languages or {}, late or {}
     scores_csv, diagnoses_csv = out / "scores.csv", out / "diagnoses.csv"
     with open(scores_csv, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student", *map(csv_cell, exercises), "total", "max", "lang"])
+        writer.writerow(["student", *map(csv_cell, exercises), "total", "max", "lang", "status", "minutes_late",
+                         "late_penalty"])
         for student in sorted(scores):
             row = scores[student]
+            lateness = late.get(student)
+            penalty = lateness.penalty if lateness is not None else 0.0
+            minutes = round(lateness.late.total_seconds() / 60) if lateness is not None else 0
             writer.writerow([csv_cell(student), *(f"{row[e][0]:g}" if e in row else "" for e in exercises),
-                             f"{sum(s for s, _ in row.values()):g}", f"{sum(m for _, m in row.values()):g}",
-                             languages.get(student, "en")])
+                             f"{round(sum(s for s, _ in row.values()) - penalty, 2):g}" if row else "",
+                             f"{sum(m for _, m in row.values()):g}" if row else "",
+                             languages.get(student, "en") if row else "", "graded" if row else "not submitted",
+                             minutes if row else "", f"{penalty:g}" if row else ""])
     with open(diagnoses_csv, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["exercise", "mistake", "students", "diagnosis", "who", "checks", "kind"])
@@ -272,12 +280,14 @@ def plots(scores: Scores, diagnoses: list[Diagnosis]) -> dict[str, str]:
 
 def render_html(scores: Scores, diagnoses: list[Diagnosis], images: dict[str, str], title: str,
                 flags: list[Flag] | None = None, languages: dict[str, str] | None = None,
-                elsewhere: str = "") -> str:
+                elsewhere: str = "", late: dict[str, Any] | None = None) -> str:
     """The page; ``languages``: {student: "en" or "zh"} (default: all "en"), shown per student and counted in the
-    summary; ``elsewhere``: a sentence saying where the course's other assignments' report is, if any."""
+    summary; ``elsewhere``: a sentence saying where the course's other assignments' report is, if any; ``late``:
+    {student: gradebook.Lateness}, a column when anyone is late (the total after the penalty). An enrolled student
+    with an empty row is shown as not submitted."""
     exercises = exercises_in(scores)
     esc = html.escape
-    languages = {s: (languages or {}).get(s, "en") for s in scores}
+    languages = {s: (languages or {}).get(s, "en") for s in scores if scores[s]}
     spoken = {lang: sum(1 for v in languages.values() if v == lang) for lang in sorted(set(languages.values()))}
     by_language = " (" + ", ".join(f"{n} {LANGUAGE_NAMES.get(lang, lang)}" for lang, n in spoken.items()) + ")"
     summary_rows = []
@@ -293,10 +303,20 @@ def render_html(scores: Scores, diagnoses: list[Diagnosis], images: dict[str, st
         f" · {esc(', '.join(sorted(d.checks)))}</small></td><td>{esc(_who(d.students, languages))}</td></tr>"
         for d in mistakes) or '<tr><td colspan="4">(no mistakes: every exercise attempted was right)</td></tr>'
     apart = _apart_section([d for d in diagnoses if d.kind != "mistake"], languages)
+    late = {s: v for s, v in (late or {}).items() if v.late and s in scores}
+    absent = sorted(s for s in scores if not scores[s])
     score_rows = "".join(
-        f"<tr><td>{esc(s)}</td><td>{esc(languages[s])}</td>" + "".join(
+        f"<tr><td>{esc(s)}</td><td>{esc(languages[s]) if scores[s] else '-'}</td>" + ("".join(
             f"<td>{scores[s][e][0]:g}/{scores[s][e][1]:g}</td>" if e in scores[s] else "<td>-</td>" for e in exercises)
-        + f"<td><b>{sum(v for v, _ in scores[s].values()):g}</b></td></tr>" for s in sorted(scores))
+            if scores[s] else f'<td colspan="{len(exercises)}"><i>not submitted</i></td>')
+        + (f"<td>{esc(_late_cell(late.get(s)))}</td>" if late else "")
+        + (f"<td><b>{round(sum(v for v, _ in scores[s].values()) - (late[s].penalty if s in late else 0), 2):g}</b></td>"
+           if scores[s] else "<td>-</td>") + "</tr>" for s in sorted(scores))
+    graded = len(scores) - len(absent)
+    counts = (f"{graded} students{by_language if spoken else ''}"
+              + (f", {len(absent)} enrolled who submitted nothing ({esc(', '.join(absent[:20]))}"
+                 f"{' and more' if len(absent) > 20 else ''})" if absent else "")
+              + (f", {len(late)} late" if late else ""))
     flagged = f" · {flagged_submissions(flags)} submission(s) flagged for review" if flags else ""
     image = lambda key, alt: f'<img alt="{alt}" src="{images[key]}">' if key in images else "<p>(no data)</p>"  # noqa: E731
     return f"""<!doctype html>
@@ -307,7 +327,7 @@ table {{ border-collapse: collapse; margin: 1em 0; }} td, th {{ border: 1px soli
 th {{ background: #f3f3f3; }} img {{ max-width: 100%; }} small {{ color: #666; }}
 </style></head><body>
 <h1>{esc(title)}</h1>
-<p>{len(scores)} students{by_language if spoken else ""} · {len(exercises)} exercises · {sum(d.count for d in mistakes)} diagnosed mistakes across the class{flagged}.{(" " + esc(elsewhere)) if elsewhere else ""}</p>
+<p>{counts} · {len(exercises)} exercises · {sum(d.count for d in mistakes)} diagnosed mistakes across the class{flagged}.{(" " + esc(elsewhere)) if elsewhere else ""}</p>
 <h2>Flagged submissions</h2>
 {_flags_section(flags or [])}
 <h2>Score distribution per exercise</h2>
@@ -318,9 +338,18 @@ th {{ background: #f3f3f3; }} img {{ max-width: 100%; }} small {{ color: #666; }
 <table id="mistakes"><tr><th>exercise</th><th>students</th><th>diagnosis (as students read it)</th><th>who</th></tr>{diagnosis_rows}</table>
 {apart}
 <h2>Scores per student</h2>
-<table id="scores"><tr><th>student</th><th>lang</th>{''.join(f'<th>{esc(e)}</th>' for e in exercises)}<th>total</th></tr>{score_rows}</table>
+<table id="scores"><tr><th>student</th><th>lang</th>{''.join(f'<th>{esc(e)}</th>' for e in exercises)}{'<th>late</th>' if late else ''}<th>total</th></tr>{score_rows}</table>
 </body></html>
 """
+
+
+def _late_cell(lateness: Any) -> str:
+    """"1 day 2 h, -5.7 points" ('' when on time)."""
+    if lateness is None or not lateness.late:
+        return ""
+    from grader.classroom.deadlines import describe_duration
+
+    return describe_duration(lateness.late) + (f", -{lateness.penalty:g} points" if lateness.penalty else "")
 
 
 def _who(students: set[str], languages: dict[str, str]) -> str:
@@ -368,11 +397,12 @@ LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
 def build(root: Path, assignment: str | Sequence[str], out: Path, db_url: str | None = None) -> Path:
     """Write the report for the course in ``root`` over one assignment or several (default of the command: every
     one of the course, ASSIGNMENTS); return the HTML page's path."""
-    from grader.classroom.gradebook import class_scores, gradebook_students
+    from grader.classroom.gradebook import class_lateness, class_scores, gradebook_students
 
     db_url = db_url or f"sqlite:///{(root / 'gradebook.db').resolve()}"
     assignments = assignments_of(assignment)
-    scores, languages = class_scores(db_url, assignments)
+    scores, languages = class_scores(db_url, assignments, with_enrolled=True)
+    late = class_lateness(db_url, assignments)
     shown = [a for a in assignments if any(languages.get(s) == language_of(a) for s in scores)] or list(assignments)
     others = [a for a in ASSIGNMENTS if a not in assignments and gradebook_students(db_url, a)]
     elsewhere = (f"Not in this report: {', '.join(others)}, also in the gradebook (make report without ASSIGNMENT "
@@ -380,11 +410,11 @@ def build(root: Path, assignment: str | Sequence[str], out: Path, db_url: str | 
     diagnoses = diagnoses_from_results(root / RESULTS_DIR, assignments)
     flags = flags_from_results(root / RESULTS_DIR, assignments)
     private_folder(out)  # (grades and names: the instructor's only, also on a shared server)
-    write_csvs(scores, diagnoses, out, languages)
+    write_csvs(scores, diagnoses, out, languages, late)
     write_flags_csv(flags, out)
     page = out / "class-report.html"
     page.write_text(render_html(scores, diagnoses, plots(scores, diagnoses), f"Class report: {', '.join(shown)}",
-                                flags, languages, elsewhere), encoding="utf-8")
+                                flags, languages, elsewhere, late), encoding="utf-8")
     return page
 
 

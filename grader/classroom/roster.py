@@ -8,7 +8,8 @@ rename columns by hand:
 * nbgrader's: ``id``, ``first_name``, ``last_name``, ``email``;
 * Moodle's participants export: ``Username`` (or ``ID number``), ``First name``, ``Last name``, ``Email address``;
 * Canvas's gradebook export: ``SIS Login ID`` (or ``Login ID``), ``Student`` ("Last, First"), the rows before the
-  first student (``Points Possible``) skipped.
+  first student (``Points Possible``) skipped; Canvas's own ``ID`` is kept as nbgrader's ``lms_user_id``, which
+  ``make export``'s Canvas file gives back so that Canvas matches its students.
 
 The student id is what nbgrader's exchange records, the student's login on the server. ``make scores`` then lists
 every enrolled student (``not submitted`` when the gradebook has no submission of theirs), ``nbgrader export`` writes
@@ -42,7 +43,8 @@ def _pick(row: dict[str, str], names: tuple[str, ...]) -> str:
 
 
 def read_roster(path: Path) -> list[dict[str, str]]:
-    """[{"id", "first_name", "last_name", "email"}] from ``path``, one per student (the first row of an id kept)."""
+    """[{"id", "first_name", "last_name", "email", "lms_user_id"}] from ``path``, one per student (the first row of
+    an id kept; lms_user_id: Canvas's own ID, else "")."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -62,8 +64,9 @@ def read_roster(path: Path) -> list[dict[str, str]]:
         first, last = _pick(row, FIRST), _pick(row, LAST)
         if not (first or last) and "," in _pick(row, FULL_NAME):
             last, first = (part.strip() for part in _pick(row, FULL_NAME).split(",", 1))
+        lms = _pick(row, ("id",)) if id_column != "id" and "sis login id" in headers else ""
         students.setdefault(student, {"id": student, "first_name": first, "last_name": last,
-                                      "email": _pick(row, EMAIL)})
+                                      "email": _pick(row, EMAIL), "lms_user_id": lms})
     if not students:
         raise RosterError(f"{path} lists no student")
     return list(students.values())

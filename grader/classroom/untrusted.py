@@ -178,13 +178,14 @@ def redact(text: str, *db_urls: str) -> str:
     return text
 
 
-def private_file(path: "os.PathLike[str] | str", mode: str = "w", encoding: str = "utf-8") -> Any:
+def private_file(path: "os.PathLike[str] | str", mode: str = "w", encoding: str = "utf-8",
+                 newline: str | None = None) -> Any:
     """``open(path, mode)`` of a file only its owner can read (0600, also when it existed before): logs that may
     hold what a gradebook's driver or a student's submission said."""
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC)
     descriptor = os.open(path, flags, 0o600)
     os.fchmod(descriptor, 0o600)
-    return os.fdopen(descriptor, mode, encoding=encoding)
+    return os.fdopen(descriptor, mode, encoding=encoding, newline=newline)
 
 
 def private_folder(path: "os.PathLike[str] | str") -> None:
