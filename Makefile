@@ -124,8 +124,8 @@ postgres: $(STAMP) ## start a local PostgreSQL gradebook in .postgres/ (for tryi
 postgres-stop: $(STAMP) ## stop the local PostgreSQL of make postgres
 	@$(BIN)/python -m grader.postgres stop --dir $(POSTGRES_DIR)
 
-feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission (a progress line; nbgrader's log: nbgrader.log); ASSIGNMENT=autograd-zh
-	@$(BIN)/python -m grader.course feedback --assignment '$(ASSIGNMENT)'
+feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission (a progress line; nbgrader's log: nbgrader.log); ASSIGNMENT=autograd-zh; FORCE=1 writes again the pages written before
+	@$(BIN)/python -m grader.course feedback --assignment '$(ASSIGNMENT)' $(if $(filter 1 yes true,$(FORCE)),--force)
 
 report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distributions and the class's most frequent mistakes, every assignment (autograd, autograd-zh), each student's language shown; ASSIGNMENT=autograd-zh: only that one
 	$(BIN)/python -m grader.report $(if $(filter command line,$(origin ASSIGNMENT)),--assignment '$(ASSIGNMENT)')

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.classroom import deadlines
-from test_grading_day import _course, make, scratch  # noqa: F401 (the fixture)
+from conftest import SOLUTIONS
+from grader.classroom import course, deadlines
+from test_grading_day import REPO, _course, make, scratch  # noqa: F401 (the fixture)
 
 UTC = dt.timezone.utc
 
@@ -79,7 +80,10 @@ def _rows(path: Path) -> dict[str, dict[str, str]]:
 
 @pytest.mark.slow
 def test_late_work_from_the_due_date_to_the_lms(scratch):  # noqa: F811 (the fixture)
-    root = _course(scratch / "course", {"ada": "autograd", "ben": "autograd", "cat": "autograd"})
+    root = _course(scratch / "course", {"ada": "autograd", "ben": "autograd"})
+    # cat took the Chinese notebooks and handed them in under autograd/ (item 4: her language is read from them)
+    course.build_submission(REPO / "notebooks" / "autograd-zh", course.answer_sources(SOLUTIONS),
+                            root / "submitted" / "cat" / "autograd")
     _stamp(root, "ada", "2026-12-01 15:00:00.000000 UTC")  # before 23:59 in Shanghai
     _stamp(root, "ben", "2026-12-02 18:00:00.000000 UTC")  # 26 h 1 min late: two started days
     _stamp(root, "cat", "2026-12-02 10:00:00.000000 UTC")  # 18 h late, within her extension of a day
@@ -108,6 +112,7 @@ def test_late_work_from_the_due_date_to_the_lms(scratch):  # noqa: F811 (the fix
     table = {line.split()[0]: line for line in out.splitlines() if line.startswith(("ada ", "ben ", "cat "))}
     assert table["ben"].endswith("1 day 2 h (-11.4)  45.6/57"), table
     assert table["ada"].endswith("57/57") and table["cat"].endswith("57/57"), table
+    assert table["cat"].split()[1] == "zh" and table["ada"].split()[1] == "en", table
     with sqlite3.connect(root / "gradebook.db") as db:
         penalties = dict(db.execute("SELECT submitted_assignment.student_id, SUM(late_submission_penalty) FROM "
                                     "submitted_notebook JOIN submitted_assignment ON submitted_notebook.assignment_id "
@@ -126,12 +131,14 @@ def test_late_work_from_the_due_date_to_the_lms(scratch):  # noqa: F811 (the fix
         ["Points Possible", "", "", "", "", "57"]]
     assert canvas["ben"]["Autograd custom Functions"] == "45.6" and canvas["cat"]["Autograd custom Functions"] == "57"
     assert moodle["ben"]["Autograd custom Functions"] == "45.6"
+    assert (plain["cat"]["language"], plain["ada"]["language"]) == ("zh", "en")
     assert "late by 1561 min: -11.4" in moodle["ben"]["Autograd custom Functions (feedback)"]
 
     subprocess.run([str(root / ".venv" / "bin" / "python"), "-m", "grader.report", "--root", str(root),
                     "--out", str(root / "reports")], check=True, capture_output=True)
     report = _rows(root / "reports" / "scores.csv")
     assert (report["ben"]["total"], report["ben"]["minutes_late"], report["ben"]["late_penalty"]) == ("45.6", "1561", "11.4")
+    assert report["cat"]["lang"] == "zh"
     assert "1 day 2 h, -11.4 points" in (root / "reports" / "class-report.html").read_text()
 
     done = make(root, "extension", "STUDENT=ben", "EXTENSION=2 days")  # no regrading: the penalty is computed again

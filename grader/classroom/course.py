@@ -43,12 +43,12 @@ from grader.classroom.folders import ASSIGNMENT, ASSIGNMENTS, LOG_NAME, REPO, la
 from grader.classroom.gradebook import (  # noqa: F401 (course.X: what tests and the benchmarks read here)
     GradebookUnreachable, _cell_order, _reached, class_lateness, class_scores, enrolled_without_submission,
     gradebook_lateness, gradebook_notebooks, gradebook_scores, gradebook_students, gradebook_url, is_sqlite,
-    render_scores, shown_url,
+    render_scores, shown_url, submitted_languages,
 )
 from grader.classroom.nbgrader_run import (  # noqa: F401
     Interrupted, Job, Nbgrader, ensure_gradebook, nbgrader, nbgrader_command, nbgrader_env, say,
 )
-from grader.classroom.report import flag_line
+from grader.classroom.report import RESULTS_DIR, flag_line
 from grader.classroom.untrusted import printable, private_file
 
 
@@ -290,7 +290,8 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
         say(f"left out: {', '.join(parts)} (named above): rename them as said, then run make autograde again")
     table = table if table is not None else gradebook_scores(db_url, assignment)
     late = _reached(gradebook_lateness, db_url, assignment)
-    say("\n" + render_scores(table, {student: language_of(assignment) for student in table}, late) + "\n")
+    read = submitted_languages(root / RESULTS_DIR, assignment)  # (a Chinese notebook under autograd/ is "zh")
+    say("\n" + render_scores(table, {s: read.get(s, language_of(assignment)) for s in table}, late) + "\n")
     for line in _late_lines(root, assignment, late, set(table)):
         say(line)
     absent = _not_submitted_line(db_url, assignment)
@@ -514,7 +515,7 @@ def feedback(root: Path, assignment: str = ASSIGNMENT, force: bool = False) -> i
     problems = len(runner.problems)
     say(f"feedback: {written} pages written to {root / 'feedback'}/<student>/{assignment}/ ({seconds:.0f} s)"
         + ("" if written == len(autograded) or force else
-           "; the others were written before (run with --force to write them again)"))
+           "; the others were written before (make feedback FORCE=1 writes them again)"))
     say(f"nbgrader's full log: {runner.log}" + (f" ({problems} warning(s) or error(s) above)" if problems else ""))
     if returncode != 0:
         say(f"nbgrader generate_feedback failed (exit status {returncode}); see the lines above and its log: "
@@ -624,7 +625,7 @@ def demo(workdir: Path) -> int:
     say(f"4/4 feedback: one HTML page per student and notebook, and the class report ({seconds:.0f} s)")
 
     say("\nScores per student and exercise (from nbgrader's gradebook; lang: the notebooks' language):\n")
-    say(render_scores(*class_scores(f"sqlite:///{root / 'gradebook.db'}", assignments)))
+    say(render_scores(*class_scores(f"sqlite:///{root / 'gradebook.db'}", assignments, results=root / RESULTS_DIR)))
     say(f"\nFeedback:       {root / 'feedback'}/<student>/{_either(assignments)}/*.html")
     say(f"Class report:   {page} (and scores.csv, diagnoses.csv, flags.csv beside it)")
     flagged = flag_line(root, assignments)
@@ -644,7 +645,7 @@ def export_grades(root: Path) -> int:
     if not _reached(gradebook_students, db_url, ASSIGNMENT) and not _reached(gradebook_notebooks, db_url, ASSIGNMENT):
         say(f"Nothing to export: the gradebook {shown_url(db_url)} has no course yet (make autograde first).")
         return 1
-    grades = course_grades(db_url)
+    grades = course_grades(db_url, root / RESULTS_DIR)
     paths = write_exports(grades, root / EXPORT_DIR)
     absent = [g.student for g in grades if not g.submitted]
     late = [g for g in grades if g.penalty]
@@ -760,7 +761,8 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:  # (before or after the nbgrader processes: nothing half-recorded)
             say("interrupted: run make autograde again")
             return 130
-    say(render_scores(*class_scores(args.db, with_enrolled=True), class_lateness(args.db)))
+    results = (args.root or course_root(args.db)) / RESULTS_DIR
+    say(render_scores(*class_scores(args.db, with_enrolled=True, results=results), class_lateness(args.db)))
     flagged = flag_line(args.root or course_root(args.db))
     if flagged:
         say(flagged)

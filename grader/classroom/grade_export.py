@@ -54,16 +54,18 @@ class CourseGrade:
         return round(max(0.0, self.raw - self.penalty), 2)
 
 
-def course_grades(db_url: str) -> list[CourseGrade]:
+def course_grades(db_url: str, results: Path | None = None) -> list[CourseGrade]:
     """Every student of the gradebook (the class list and whoever submitted), by id: their grade for the course's
-    assignment in the language they took (the latest submission's, when both)."""
+    assignment in the language they took (the latest submission's, when both; ``results``: the course's
+    grader_results/, where grading recorded each notebook's own language)."""
     from nbgrader.api import Assignment, Gradebook, Student, SubmittedAssignment
 
-    from grader.classroom.gradebook import gradebook_lateness, gradebook_scores
+    from grader.classroom.gradebook import gradebook_lateness, gradebook_scores, submitted_languages
 
     editions = ASSIGNMENTS
     scores = {a: gradebook_scores(db_url, a) for a in editions}
     late = {a: gradebook_lateness(db_url, a) for a in editions}
+    read = {a: submitted_languages(results, a) if results is not None else {} for a in editions}
     with Gradebook(db_url) as gb:
         people = {sid: (first or "", last or "", email or "", lms or "") for sid, first, last, email, lms in
                   gb.db.query(Student.id, Student.first_name, Student.last_name, Student.email, Student.lms_user_id)}
@@ -83,7 +85,7 @@ def course_grades(db_url: str) -> list[CourseGrade]:
         chosen = max(taken, key=lambda a: str(stamps.get((student, a)) or ""))
         row = scores[chosen][student]
         lateness = late[chosen].get(student)
-        grades.append(CourseGrade(student, first, last, email, lms, language_of(chosen), True,
+        grades.append(CourseGrade(student, first, last, email, lms, read[chosen].get(student, language_of(chosen)), True,
                                   sum(s for s, _ in row.values()), lateness.penalty if lateness else 0.0,
                                   round(lateness.late.total_seconds() / 60) if lateness else 0,
                                   sum(m for _, m in row.values()) or top))
@@ -137,7 +139,9 @@ def _feedback(grade: CourseGrade) -> str:
 
 def export(root: Path, db_url: str) -> list[Path]:
     """`make export`: the three files in <course>/exports/."""
-    return write_exports(course_grades(db_url), Path(root) / EXPORT_DIR)
+    from grader.classroom.report import RESULTS_DIR
+
+    return write_exports(course_grades(db_url, Path(root) / RESULTS_DIR), Path(root) / EXPORT_DIR)
 
 
 __all__ = ["ASSIGNMENT", "CourseGrade", "course_grades", "export", "write_exports"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,22 @@ def gradebook_scores(db_url: str, assignment: str = ASSIGNMENT,
     return table
 
 
+def submitted_languages(results_dir: Path, assignment: str) -> dict[str, str]:
+    """{student: "en" | "zh"}: the language of the notebooks each student handed in for ``assignment``, as grading
+    read it from them (a Chinese notebook handed in under autograd/ is "zh"); students graded before the language
+    was recorded are absent (their assignment's language stands)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((results_dir / assignment).glob("*/*.json")):
+        try:
+            language = json.loads(path.read_text(encoding="utf-8")).get("language")
+        except (OSError, ValueError, UnicodeDecodeError, AttributeError):
+            continue
+        if isinstance(language, str) and language:
+            found.setdefault(path.parent.name, set()).add(language)
+    return {student: next(iter(langs)) if len(langs) == 1 else "/".join(sorted(langs))
+            for student, langs in found.items()}
+
+
 @functools.lru_cache(maxsize=None)
 def _cell_order(assignment: str) -> dict[str, int]:
     """grade_id -> its position in the course (the notebooks of solutions/ by name, their cells in order)."""
@@ -72,21 +89,24 @@ def _cell_order(assignment: str) -> dict[str, int]:
     return order
 
 
-def class_scores(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS, with_enrolled: bool = False
-                 ) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, str]]:
+def class_scores(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS, with_enrolled: bool = False,
+                 results: Path | None = None) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, str]]:
     """The whole class over the assignments (default: every one of the course, autograd and its translations):
     ({student: {exercise: (score, max)}}, {student: language}), a student's language being the one of the assignment
     they handed in ("en", "zh"). The translations have the same exercises and points, so one table holds them. A
     student who handed in two of them gets one row each, the second named "<student> (<language>)".
     ``with_enrolled``: the students of nbgrader's student table (the class list, ``make roster``) who handed in
-    none of them get an empty row (shown as "not submitted"), language "-"."""
+    none of them get an empty row (shown as "not submitted"), language "-". ``results``: the course's
+    grader_results/, where grading recorded each notebook's own language (a Chinese notebook handed in under
+    autograd/ is "zh"), which then wins over the assignment's."""
     table: dict[str, dict[str, tuple[float, float]]] = {}
     languages: dict[str, str] = {}
     for assignment in assignments:
         language = language_of(assignment)
+        read = submitted_languages(results, assignment) if results is not None else {}
         for student, row in gradebook_scores(db_url, assignment).items():
             name = student if student not in table else f"{student} ({language})"
-            table[name], languages[name] = row, language
+            table[name], languages[name] = row, read.get(student, language)
     if with_enrolled:  # the class list (make roster): who handed in nothing has a row too
         for student in enrolled_without_submission(db_url, assignments):
             table.setdefault(student, {})

@@ -401,7 +401,7 @@ def build(root: Path, assignment: str | Sequence[str], out: Path, db_url: str | 
 
     db_url = db_url or f"sqlite:///{(root / 'gradebook.db').resolve()}"
     assignments = assignments_of(assignment)
-    scores, languages = class_scores(db_url, assignments, with_enrolled=True)
+    scores, languages = class_scores(db_url, assignments, with_enrolled=True, results=root / RESULTS_DIR)
     late = class_lateness(db_url, assignments)
     shown = [a for a in assignments if any(languages.get(s) == language_of(a) for s in scores)] or list(assignments)
     others = [a for a in ASSIGNMENTS if a not in assignments and gradebook_students(db_url, a)]

@@ -104,8 +104,9 @@ class TrustedExecute(NbGraderPreprocessor):
             cells[name] = new_code_cell(source, metadata={"nbgrader": meta})
         return cells
 
-    def _save(self, result: Any, info: dict[str, Any]) -> None:
-        """Keep the verdicts with their diagnoses for the class report (grader_results/, next to the gradebook)."""
+    def _save(self, result: Any, info: dict[str, Any], language: str) -> None:
+        """Keep the verdicts with their diagnoses for the class report (grader_results/, next to the gradebook), and
+        the notebook's language (the table, the report and the export show it, whatever folder it was handed in)."""
         import json
 
         root = self._course_root()
@@ -117,7 +118,7 @@ class TrustedExecute(NbGraderPreprocessor):
         if not folder.is_dir():
             private_folder(root / RESULTS_DIR)  # (diagnoses with names: the instructor's only, on a shared server too)
             folder.mkdir(parents=True, exist_ok=True)
-        saved = course_relative(result.as_dict(), root)  # (diagnoses as students read them: no absolute path)
+        saved = {**course_relative(result.as_dict(), root), "language": language}  # (no absolute path in diagnoses)
         (folder / f"{info['notebook']}.json").write_text(json.dumps(saved, indent=1), encoding="utf-8")
 
     def _hide(self, db_url: str) -> list[Path]:
@@ -188,7 +189,7 @@ class TrustedExecute(NbGraderPreprocessor):
             raise GradingStopped(1) from None
         with messages.using(language):
             _write_verdicts(nb, result, self._course_root())
-        self._save(result, info)
+        self._save(result, info, language)
         if result.flags:
             self.log.warning("%s", say("flagged_notebook", name=name, what=flags_text(result.flags)))
         if (result.problem and not unreadable) or result.restored:  # (an unreadable one: said when it was read)
