@@ -244,3 +244,18 @@ def test_the_score_table_shows_each_students_language():
     header, _, ada, mei = table.split("\n")
     assert header.split() == ["student", "lang", "square", "total"]
     assert ada.split() == ["ada", "en", "6/6", "6/6"] and mei.split() == ["mei", "zh", "2/6", "2/6"]
+
+
+def test_a_mistake_only_a_chinese_student_made_reads_filled_in_english():
+    """The report's sentence for a finding of a translated notebook is the English message filled with the fields
+    the finding kept (issue 30: "{cls}" and "{attrs}" were shown unfilled)."""
+    from grader.spec import messages
+    from grader.spec.findings import Finding
+
+    with messages.using("zh"):
+        finding = Finding("square", "first derivatives", "output_after_function", fields={"cls": "Square", "after": "`* 1`"})
+        saved = finding.as_dict()
+    assert "Square" in saved["title"] and "the result went through" not in saved["title"]  # (the student's: Chinese)
+    english = report._english_title(saved)
+    assert english == "the result went through `* 1` after your Square: autograd would differentiate that part for " \
+                      "you, so the checks could not score your backward alone.", english

@@ -331,11 +331,12 @@ def ensure_gradebook(runner: Nbgrader, assignment: str = ASSIGNMENT) -> list[str
         raise SystemExit(f"cannot reach the gradebook {shown_url(db_url)}: {why}") from None
     if notebooks:
         return notebooks
+    existed = is_sqlite(db_url) and Path(db_url.removeprefix("sqlite:///").split("?", 1)[0]).is_file()
     with tempfile.TemporaryDirectory(prefix="release-") as release:
         _, seconds = runner.stage(["generate_assignment", assignment, f"--CourseDirectory.release_directory={release}"],
                                   "creating the gradebook")
     notebooks = gradebook_notebooks(db_url, assignment)
     where = root / "gradebook.db" if db_url == gradebook_url(root) and is_sqlite(db_url) else shown_url(db_url)
-    say(f"gradebook: {where} {'created' if is_sqlite(db_url) else 'given the assignment'} from "
+    say(f"gradebook: {where} {'created' if is_sqlite(db_url) and not existed else 'given the assignment'} from "
         f"solutions/{assignment}/ ({len(notebooks)} notebooks; notebooks/ left as committed) ({seconds:.0f} s)")
     return notebooks

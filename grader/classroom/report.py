@@ -183,7 +183,9 @@ def _english_title(finding: dict[str, Any]) -> str:
     if template is None:
         return _title(finding)
     try:
-        return template.title.format_map(_Kept({k: v for k, v in finding.items() if k != "title"}))
+        fields = finding.get("fields") if isinstance(finding.get("fields"), dict) else {}
+        return template.title.format_map(_Kept({**{k: v for k, v in finding.items() if k not in ("title", "fields")},
+                                                **fields}))
     except (ValueError, TypeError, IndexError, AttributeError):  # (a format spec a missing field cannot take)
         return template.title
 

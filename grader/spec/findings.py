@@ -87,6 +87,9 @@ class Finding:
             "expected": self.expected,
             "received": self.received,
             "hint": self.hint,
+            # what the message was filled with: the class report fills the English sentence of a finding a
+            # translated notebook produced (without them it showed "{cls}")
+            "fields": {str(k): str(v)[:500] for k, v in {"exercise": self.exercise, **self.fields}.items()},
         }
 
 
