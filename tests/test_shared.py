@@ -80,6 +80,28 @@ def test_the_courses_nbgrader_commands_use_the_exchange_make_shared_server_made(
     assert configured() == "/srv/elsewhere"
 
 
+def test_make_shared_server_names_the_home_folders_other_students_can_enter(tmp_path, capsys):
+    """Issue 30, item 8: Debian's useradd makes homes 755, and one student read another's work and feedback there;
+    make shared-server now names them and says what to change."""
+    homes = {}
+    for name, mode in (("ana", 0o755), ("bo", 0o700), ("cy", 0o711), ("svc", 0o755)):
+        homes[name] = tmp_path / name
+        homes[name].mkdir()
+        homes[name].chmod(mode)
+    accounts = [("ana", 1001, str(homes["ana"])), ("bo", 1002, str(homes["bo"])), ("cy", 1003, str(homes["cy"])),
+                ("svc", 999, str(homes["svc"])), ("nobody", 65534, "/nonexistent")]
+    found = shared.open_homes(accounts, first_uid=1000)
+    assert [(user, oct(mode)) for user, _, mode in found] == [("ana", "0o755"), ("cy", "0o711")]  # (cy: known paths)
+    line = shared._home_advice(found)
+    assert "2 home folder(s)" in line and f"chmod 700 {homes['ana']} {homes['cy']}" in line and "HOME_MODE 0700" in line
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copy(REPO / "nbgrader_config.py", root)
+    assert shared.server(root, tmp_path / "exchange") == 0
+    said = capsys.readouterr().out
+    assert "home folder" in said and "777" in said  # (this machine's accounts, whatever they are: a line either way)
+
+
 def test_the_shared_environment_sets_this_courses_id():
     assert f'c.CourseDirectory.course_id = "{shared.COURSE_ID}"' in (REPO / "nbgrader_config.py").read_text()
     assert f"course_id = {shared.COURSE_ID!r}" in shared.student_config(Path("/srv/x"))

@@ -121,6 +121,11 @@ def server(course: Path, exchange: Path) -> int:
     if blocked:
         say(f"warning: students cannot pass through {blocked} to reach the exchange {exchange}: chmod o+x it, or "
             f"choose an exchange elsewhere (EXCHANGE=/srv/nbgrader/exchange)")
+    say("each submission nbgrader's submit writes into the exchange's inbound/ is 777 (nbgrader does so, for the "
+        "instructor to remove it): hidden only by its random name in a folder students cannot list (2733); "
+        "make autograde grades the copy nbgrader collect makes, which is the instructor's only (700/600)")
+    homes = open_homes()
+    say(_home_advice(homes) if homes else "home folders: none of the people's accounts can be entered by other users")
     record = course / EXCHANGE_FILE
     record.write_text(str(exchange.resolve()) + "\n", encoding="utf-8")
     os.chmod(record, 0o600)
@@ -129,6 +134,44 @@ def server(course: Path, exchange: Path) -> int:
         + ("" if exchange.resolve() == Path(DEFAULT_EXCHANGE) else
            f"; give the students' environment the same: make shared-env EXCHANGE={exchange}"))
     return 0
+
+
+def _first_user_uid(login_defs: Path = Path("/etc/login.defs")) -> int:
+    """UID_MIN of /etc/login.defs (where people's accounts start; 1000 by default)."""
+    try:
+        for line in login_defs.read_text(encoding="utf-8", errors="replace").splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[0] == "UID_MIN" and words[1].isdigit():
+                return int(words[1])
+    except OSError:
+        pass
+    return 1000
+
+
+def open_homes(accounts: list[tuple[str, int, str]] | None = None, first_uid: int | None = None) -> list[tuple[str, Path, int]]:
+    """(user, home, mode) of the people's accounts (uid from UID_MIN, not nobody) whose home folder others may enter
+    or list: a student who knows the course's paths (~/autograd/...) reads another's work there."""
+    import pwd
+
+    first_uid = _first_user_uid() if first_uid is None else first_uid
+    entries = accounts if accounts is not None else [(p.pw_name, p.pw_uid, p.pw_dir) for p in pwd.getpwall()]
+    found = []
+    for user, uid, home in entries:
+        path = Path(home)
+        if uid < first_uid or uid == 65534 or not home or path == Path("/") or not path.is_dir():
+            continue
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o005:
+            found.append((user, path, mode))
+    return found
+
+
+def _home_advice(homes: list[tuple[str, Path, int]]) -> str:
+    shown = ", ".join(f"{user} {oct(mode)[2:]}" for user, _, mode in homes[:8]) + (" and more" if len(homes) > 8 else "")
+    return (f"warning: {len(homes)} home folder(s) other users can enter ({shown}): another student reads the work "
+            f"and the feedback kept there (~/autograd/). Make them private: chmod 700 "
+            f"{' '.join(str(h) for _, h, _ in homes[:8])}{' ...' if len(homes) > 8 else ''}; and set HOME_MODE 0700 "
+            "in /etc/login.defs before creating the next accounts (Debian's useradd makes them 755)")
 
 
 def exchange_root(course: Path) -> str:
