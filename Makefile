@@ -23,7 +23,7 @@ export GRADER_DB_URL := $(DB_URL)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: shared-env shared-server cluster-certificates help install system-packages sandbox-user release demo autograde roster due extension export feedback report scores lab test test-fast lock clean postgres postgres-stop
+.PHONY: shared-env shared-server cluster-certificates help install system-packages sandbox-user release demo autograde roster due extension export formgrader feedback report scores lab test test-fast lock clean postgres postgres-stop
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -151,6 +151,9 @@ shared-server: $(STAMP) ## as the instructor: the course private (root 711, inst
 # opens work/$(ASSIGNMENT)/, a working copy made from notebooks/ (only missing notebooks are copied; git ignores it).
 lab: $(STAMP) system-packages ## JupyterLab on your working copy work/autograd/ of the student notebooks (PORT=N, NO_BROWSER=1)
 	@$(BIN)/python -m grader.lab --assignment $(ASSIGNMENT) $(if $(PORT),--port $(PORT)) $(if $(NO_BROWSER),--no-browser)
+
+formgrader: $(STAMP) system-packages ## nbgrader's formgrader on the course, in JupyterLab's server (PORT=N, NO_BROWSER=1): manual grading, the gradebook, students' names from make roster
+	@$(BIN)/python -m grader.lab --formgrader $(if $(PORT),--port $(PORT)) $(if $(NO_BROWSER),--no-browser)
 
 # Test files run in TEST_JOBS processes (pytest-xdist, one file per process at a time: a file's module fixtures, such
 # as a graded class or a Dask cluster, are built once). Most tests wait on sandboxes and servers: two processes keep

@@ -183,6 +183,28 @@ def test_nbgraders_extensions_see_the_course(root_lab):
     assert [a["name"] for a in assignments] == ["autograd", "autograd-zh"], f"{str(assignments)[:2000]}\n{server.tail()}"
 
 
+def test_a_broken_formgrader_link_gets_a_404_page_not_a_server_error(root_lab):
+    """nbgrader's Template404 answered before jupyter_server authenticated the request, and rendering its page raised
+    "Calling `Template404.get_current_user()` directly is deprecated" (issue 30): the course's formgrader extension
+    authenticates first (grader.classroom.formgrader_escape.mend_not_found_page)."""
+    server, _ = root_lab
+    status, page = server.request("/formgrader/no-such-page")
+    assert status == 404 and "<html" in page.lower(), f"{status}: {page[:500]}"
+    log = server.log.read_text(errors="replace")
+    assert "Uncaught exception in write_error" not in log and "get_current_user" not in log, server.tail()
+
+
+def test_make_formgrader_opens_formgrader_on_the_course():
+    from grader.classroom import lab
+
+    command = lab.command(Path("/course"), page="/formgrader")
+    assert "--LabApp.default_url=/formgrader" in command and "--ServerApp.root_dir=/course" in command
+    assert "--LabApp.default_url=/lab/tree/work/autograd" in lab.command(Path("/course"))
+    made = subprocess.run(["make", "-n", "-f", str(REPO / "Makefile"), "formgrader", "PORT=9", "NO_BROWSER=1"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert "-m grader.lab --formgrader --port 9 --no-browser" in made.stdout, made.stdout + made.stderr
+
+
 def test_open_save_and_validate_in_the_lab_change_no_committed_notebook(root_lab):
     """What the lab's Validate button does: save the notebook through the contents API, then ask nbgrader's
     validate handler. The working copy is saved unchanged (ids and canonical JSON); notebooks/ and solutions/ stay

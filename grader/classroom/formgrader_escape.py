@@ -8,12 +8,19 @@ id is the name of a folder in ``submitted/`` (or of a submission in the exchange
 turns autoescape on in that environment (every value formgrader puts in its pages is text: ids, paths, the
 configuration shown in a ``<pre>``), whichever of the two extensions the server loads first.
 
+It also mends formgrader's page for an unknown address (``Template404``, the target of every broken formgrader link):
+nbgrader raises the 404 before jupyter_server has authenticated the request, and rendering the error page then asked
+for the user the old way, so the server logged "Uncaught exception in write_error ... Calling
+`Template404.get_current_user()` directly is deprecated" and the browser got no page. The request is now
+authenticated first (jupyter_server's own ``prepare``), then answered 404 with the server's page.
+
 Enabled for every Jupyter server of the environment by ``make install`` (``grader.classroom.lab.write_settings``
 writes ``etc/jupyter/jupyter_server_config.d/autograd-course-formgrader.json``).
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 CONFIG_NAME = "autograd-course-formgrader.json"
@@ -46,8 +53,30 @@ def escape_formgrader_pages() -> bool:
     return True
 
 
+def mend_not_found_page() -> bool:
+    """formgrader's 404 handler authenticates before answering (see the module's docstring); False without nbgrader."""
+    try:
+        from nbgrader.server_extensions.formgrader import handlers
+        from tornado import web
+    except ImportError:
+        return False
+    if getattr(handlers.Template404.prepare, "authenticates_first", False):
+        return True
+
+    async def prepare(self: Any) -> None:
+        parent = super(handlers.Template404, self).prepare()
+        if inspect.isawaitable(parent):
+            await parent
+        raise web.HTTPError(404)
+
+    prepare.authenticates_first = True  # type: ignore[attr-defined]
+    handlers.Template404.prepare = prepare  # type: ignore[method-assign]
+    return True
+
+
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     escape_formgrader_pages()
+    mend_not_found_page()
     environment = serverapp.web_app.settings.get("nbgrader_jinja2_env")  # formgrader loaded before this extension
     if environment is not None:
         environment.autoescape = True

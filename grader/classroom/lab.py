@@ -94,10 +94,13 @@ def write_settings(prefix: str = sys.prefix) -> str:
     return ""
 
 
-def command(root: Path, assignment: str = ASSIGNMENT, port: int | None = None, browser: bool = True) -> list[str]:
-    """The jupyter lab command line of `make lab`."""
+def command(root: Path, assignment: str = ASSIGNMENT, port: int | None = None, browser: bool = True,
+            page: str | None = None) -> list[str]:
+    """The jupyter lab command line of `make lab` (``page``: the page it opens, default the working copy; `make
+    formgrader` opens "/formgrader")."""
     jupyter = Path(sys.executable).with_name("jupyter")
-    args = [str(jupyter), "lab", f"--ServerApp.root_dir={root}", f"--LabApp.default_url=/lab/tree/{WORK}/{assignment}",
+    args = [str(jupyter), "lab", f"--ServerApp.root_dir={root}",
+            f"--LabApp.default_url={page or f'/lab/tree/{WORK}/{assignment}'}",
             "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if port is not None:
         args += [f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
@@ -114,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.add_argument("--assignment", default=ASSIGNMENT)
     parser.add_argument("--write-settings", action="store_true", help="only write JupyterLab's overrides.json")
+    parser.add_argument("--formgrader", action="store_true",
+                        help="open nbgrader's formgrader on the course (make formgrader) instead of the working copy")
     args = parser.parse_args(argv)
     problem = write_settings()
     if args.write_settings:
@@ -127,6 +132,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"make lab: {root} is not the course root (no nbgrader_config.py): run make from the course root",
               file=sys.stderr)
         return 2
+    if args.formgrader:
+        print("make formgrader: nbgrader's formgrader on this course (the gradebook, manual grading, feedback), in "
+              "JupyterLab's server: the page opens at /formgrader (the address with its token is printed below); "
+              "students' names come from the class list (make roster). Ctrl-C stops it.")
+        sys.stdout.flush()
+        args_ = command(root, args.assignment, args.port, browser=not args.no_browser, page="/formgrader")
+        os.execv(args_[0], args_)
     work, copied = working_copy(root, args.assignment)
     relative = work.relative_to(root)
     if copied:
