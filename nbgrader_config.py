@@ -126,6 +126,14 @@ c.GenerateFeedback.preprocessors = [
 # sanitize_html: nbconvert's own cleaning of HTML outputs and raw cells too, and no JavaScript outputs.
 # clean_html: nbconvert's bleach list has no <img>, so the graphs the grader keeps (an SVG as a data: image, which runs
 # no script) came out as escaped text; nh3's cleaning keeps images from data: URLs and removes everything live.
+# The feedback page: nbgrader's template with each test cell named in its index (grader/classroom/templates/feedback),
+# found before nbgrader's own (GenerateFeedback adds nbgrader's folder only when none is configured: it is given too).
+import nbgrader as _nbgrader  # noqa: E402
+
+c.HTMLExporter.extra_template_basedirs = [
+    os.path.join(os.path.dirname(os.path.realpath(__file__)), "grader", "classroom", "templates"),
+    os.path.join(os.path.dirname(_nbgrader.__file__), "server_extensions", "formgrader", "templates"),
+]
 c.HTMLExporter.filters = {"markdown2html": "grader.untrusted.SanitizedMarkdown", "clean_html": "grader.untrusted.clean_html"}
 c.HTMLExporter.sanitize_html = True
 # A heading's "¶" anchor links to its id, which the cleaning removes (an id of a submission's can clobber the page's).

@@ -270,6 +270,7 @@ def test_a_shared_server_round_trip_with_three_student_accounts(accounts, shared
             os.chown(fetched, pwd.getpwnam(user).pw_uid, -1)
     validated = _as(students["wrong"], [f"{prefix}/bin/nbgrader", "validate", f"{course.ASSIGNMENT}/{NOTEBOOK}"])
     assert "is transposed" in validated.stdout + validated.stderr, (validated.stdout + validated.stderr)[-4000:]
+    assert "without encryption" not in validated.stdout + validated.stderr  # (kernels over the student's Unix sockets)
     for kind, user in students.items():
         _ok(_as(user, [f"{prefix}/bin/nbgrader", "submit", course.ASSIGNMENT]), f"{kind}: submit")
 

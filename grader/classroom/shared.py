@@ -189,11 +189,28 @@ def exchange_root(course: Path) -> str:
     return recorded or DEFAULT_EXCHANGE
 
 
+# Students' kernels talk over Unix sockets in the student's own runtime folder (0700), not TCP: on a shared server
+# another account can subscribe to a TCP kernel's output port on 127.0.0.1 and read what the notebook prints (the
+# messages are signed, not encrypted); ipykernel warned "Kernel is running over TCP without encryption" on every
+# validate. In nbgrader's configuration (validate) and the server's (JupyterLab's kernels).
+KERNELS_OVER_IPC = (
+    "import os as _os\n"
+    "from jupyter_core.paths import jupyter_runtime_dir as _runtime\n"
+    "_os.makedirs(_runtime(), mode=0o700, exist_ok=True)\n"
+    "c.KernelManager.transport = 'ipc'  # kernels over Unix sockets in the student's runtime folder, not TCP\n"
+    "c.KernelManager.ip = _os.path.join(_runtime(), 'kernel-ipc')\n")
+
+
 def student_config(exchange: Path) -> str:
     return ("# Written by `make shared-env` (python -m grader.shared env): what every student's nbgrader needs.\n"
             "c = get_config()  # noqa: F821\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-            f"c.Exchange.root = {str(exchange)!r}\n")
+            f"c.Exchange.root = {str(exchange)!r}\n" + KERNELS_OVER_IPC)
+
+
+def student_server_config() -> str:
+    return ("# Written by `make shared-env`: the students' JupyterLab runs kernels over Unix sockets, not TCP.\n"
+            "c = get_config()  # noqa: F821\n" + KERNELS_OVER_IPC)
 
 
 def _run(argv: list[str], what: str) -> None:
@@ -269,6 +286,7 @@ def env(prefix: Path, exchange: Path, python: str = sys.executable, group: str =
         config = prefix / "etc" / "jupyter"
         config.mkdir(parents=True, exist_ok=True)
         (config / "nbgrader_config.py").write_text(student_config(exchange), encoding="utf-8")
+        (config / "jupyter_server_config.py").write_text(student_server_config(), encoding="utf-8")
         # Students do not grade: nbgrader's formgrader and Create Assignment off (as nbgrader's docs advise).
         _run([str(prefix / "bin" / "jupyter"), "server", "extension", "disable", "--sys-prefix",
               "nbgrader.server_extensions.formgrader"], "disabling formgrader")
