@@ -80,7 +80,8 @@ def _rows(path: Path) -> dict[str, dict[str, str]]:
 
 @pytest.mark.slow
 def test_late_work_from_the_due_date_to_the_lms(scratch):  # noqa: F811 (the fixture)
-    root = _course(scratch / "course", {"ada": "autograd", "ben": "autograd"})
+    root = _course(scratch / "course", {"ada": "autograd", "ben": "autograd", "dee": "autograd"})
+    (root / "submitted" / "dee" / "autograd" / "04_modern_functions.ipynb").unlink()  # dee handed in three of four
     # cat took the Chinese notebooks and handed them in under autograd/ (item 4: her language is read from them)
     course.build_submission(REPO / "notebooks" / "autograd-zh", course.answer_sources(SOLUTIONS),
                             root / "submitted" / "cat" / "autograd")
@@ -109,7 +110,9 @@ def test_late_work_from_the_due_date_to_the_lms(scratch):  # noqa: F811 (the fix
     assert late == ["late: ben (autograd) handed in 1 day 2 h after the due date 2026-12-01 23:59 +08:00: -11.4 points "
                     "(10 % of the score per day late, at most 100 %)"], out
     assert "seconds late" not in out and "Late submission penalty" not in out  # (nbgrader's own lines: in its log)
-    table = {line.split()[0]: line for line in out.splitlines() if line.startswith(("ada ", "ben ", "cat "))}
+    assert "    note: dee handed in no 04_modern_functions.ipynb: its exercises score 0" in out, out
+    assert "No submitted file" not in out and "gradebook: gradebook.db" in out, out
+    table = {line.split()[0]: line for line in out.splitlines() if line.startswith(("ada ", "ben ", "cat ", "dee "))}
     assert table["ben"].endswith("1 day 2 h (-11.4)  45.6/57"), table
     assert table["ada"].endswith("57/57") and table["cat"].endswith("57/57"), table
     assert table["cat"].split()[1] == "zh" and table["ada"].split()[1] == "en", table
@@ -117,10 +120,10 @@ def test_late_work_from_the_due_date_to_the_lms(scratch):  # noqa: F811 (the fix
         penalties = dict(db.execute("SELECT submitted_assignment.student_id, SUM(late_submission_penalty) FROM "
                                     "submitted_notebook JOIN submitted_assignment ON submitted_notebook.assignment_id "
                                     "= submitted_assignment.id GROUP BY submitted_assignment.student_id"))
-    assert penalties == {"ada": None, "ben": pytest.approx(11.4), "cat": None}
+    assert penalties == {"ada": None, "ben": pytest.approx(11.4), "cat": None, "dee": None}
 
     done = make(root, "export")
-    assert done.returncode == 0 and "3 students, 3 graded, 1 with a late penalty, out of 57 points each" in done.stdout
+    assert done.returncode == 0 and "4 students, 4 graded, 1 with a late penalty, out of 57 points each" in done.stdout
     exports = root / "exports"
     assert oct(exports.stat().st_mode & 0o777) == "0o700"
     plain, canvas, moodle = (_rows(exports / name) for name in ("grades.csv", "canvas.csv", "moodle.csv"))

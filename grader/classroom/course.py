@@ -211,9 +211,11 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
             skipped.append(student)
             continue
         missing = known - {f.name for f in files}
+        hinted: set[str] = set()
         for f in unknown:
             files_left_out += 1
             hint = rename_hint(f.name, missing)
+            hinted |= {hint} if hint else set()
             if hint:
                 runner.quiet |= {runner.shown(f"No submitted file: {root / 'submitted' / student / assignment / hint}")}
                 what = f"not a notebook of {assignment}: rename it to {hint} (nbgrader scores that notebook 0 meanwhile)"
@@ -223,6 +225,12 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
                 what = f"not a notebook of {assignment} (its notebooks: {', '.join(sorted(known))})"
             runner.quiet |= {runner.shown(f"Skipping unknown notebook: {f}")}
             say(f"    warning: {printable(student)}: {folder}/{printable(f.name)} left out: {what}")
+        never = sorted(missing - hinted)
+        if never and (not only or student in only):  # (nbgrader's own line said only "No submitted file: <path>")
+            runner.quiet |= {runner.shown(f"No submitted file: {root / 'submitted' / student / assignment / n}")
+                             for n in never}
+            say(f"    note: {printable(student)} handed in no {', '.join(never)}: "
+                f"{'its' if len(never) == 1 else 'their'} exercises score 0")
     counts = {student: sum(1 for f in files if f.name in known) for student, files in handed_in.items()
               if student not in skipped and (not only or student in only)}
     runner.notebooks_of = counts
@@ -240,7 +248,7 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
     if force and not only and counts:
         _write_pending(pending_force, list(counts))
     groups = split_class(counts, jobs) if counts else []
-    say(f"autograde: {len(counts)} students, {total} notebooks, each in a sandbox; "
+    say(f"autograde: {len(counts)} students, {total} notebooks, each in a sandbox; gradebook: {_gradebook_named(root, db_url)}; "
         + ("nbgrader records them one by one" if len(groups) <= 1 else
            f"{len(groups)} nbgrader processes record them, sharing the gradebook {shown_url(db_url)}"))
     with tempfile.TemporaryDirectory(prefix="autograde-") as scratch:
@@ -326,6 +334,11 @@ def roster(root: Path, path: Path) -> int:
     say(f"roster: {len(students)} students in {path} ({added} added to the gradebook, {known} already there); "
         "make scores lists every one of them, make autograde names those it finds nothing of")
     return 0
+
+
+def _gradebook_named(root: Path, db_url: str) -> str:
+    """The gradebook as the instructor knows it: "gradebook.db" (the course's), else its URL without password."""
+    return "gradebook.db" if db_url == f"sqlite:///{root / 'gradebook.db'}" else shown_url(db_url)
 
 
 def _late_lines(root: Path, assignment: str, late: dict[str, Any], shown: set[str]) -> list[str]:
