@@ -263,9 +263,12 @@ def env(prefix: Path, exchange: Path, python: str = sys.executable, group: str =
             f"those folders (search only, no listing: an ACL entry, as for the sandbox user)")
         return 2
     if blocked:
-        for folder in let_group_pass(group, install):
+        passed = let_group_pass(group, install)
+        for folder in passed:
             say(f"==> the group {group} may now pass through {folder} (search only, no listing) to reach the Python "
                 f"the students' environment runs")
+        if passed:
+            say(f"    (an ACL entry on each; to take it back: setfacl -x g:{group} {' '.join(passed)})")
     if prefix.exists():
         if not (prefix / "pyvenv.cfg").is_file() or not (prefix / ".autograd-course-env").is_file():
             say(f"error: {prefix} exists and is not an environment made by make shared-env: remove it, or choose "
