@@ -128,10 +128,10 @@ feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autogra
 	@$(BIN)/python -m grader.course feedback --assignment '$(ASSIGNMENT)' $(if $(filter 1 yes true,$(FORCE)),--force)
 
 report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distributions and the class's most frequent mistakes, every assignment (autograd, autograd-zh), each student's language shown; ASSIGNMENT=autograd-zh: only that one
-	$(BIN)/python -m grader.report $(if $(filter command line,$(origin ASSIGNMENT)),--assignment '$(ASSIGNMENT)')
+	@$(BIN)/python -m grader.report $(if $(filter command line,$(origin ASSIGNMENT)),--assignment '$(ASSIGNMENT)')
 
 scores: $(STAMP) ## print scores per student and exercise from the gradebook (gradebook.db, or GRADER_DB_URL)
-	$(BIN)/python -m grader.course scores
+	@$(BIN)/python -m grader.course scores
 
 # A shared teaching server (docs/shared-server.md): nbgrader's file-system exchange. PREFIX: the students'
 # read-only environment; EXCHANGE: nbgrader's exchange folder (its default); COURSE: the course folder to make private;

@@ -302,7 +302,7 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
     say("\n" + render_scores(table, {s: read.get(s, language_of(assignment)) for s in table}, late) + "\n")
     for line in _late_lines(root, assignment, late, set(table)):
         say(line)
-    absent = _not_submitted_line(db_url, assignment)
+    absent = _not_submitted_line(db_url, assignment, root)
     if absent:
         say(absent)
     flagged = flag_line(root, assignment)
@@ -350,14 +350,18 @@ def _late_lines(root: Path, assignment: str, late: dict[str, Any], shown: set[st
             for student in sorted(late) if late[student].late and student in shown]
 
 
-def _not_submitted_line(db_url: str, assignment: str) -> str:
+def _not_submitted_line(db_url: str, assignment: str, root: Path | None = None) -> str:
     """'enrolled, nothing submitted: ...' for the class list's students with no submission of the course's
-    assignment in any language ('' when there is no class list or everyone handed something in)."""
+    assignment in any language: none in the gradebook, and none in ``root``'s submitted/ waiting to be graded (a
+    student who took the other language, graded by the other run), ('' when there is no class list or everyone
+    handed something in)."""
     editions = (assignment,) if assignment not in ASSIGNMENTS else ASSIGNMENTS
     try:
         missing = enrolled_without_submission(db_url, editions)
     except GradebookUnreachable:
         return ""
+    if root is not None:
+        missing = [s for s in missing if not any((root / "submitted" / s / e).is_dir() for e in editions)]
     if not missing:
         return ""
     shown = ", ".join(printable(s) for s in missing[:12]) + (f" and {len(missing) - 12} more" if len(missing) > 12 else "")
