@@ -67,3 +67,22 @@ def test_the_course_configures_this_exporter():
     root = Path(__file__).resolve().parent.parent
     config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
     assert config.ExportApp.plugin_class == "grader.classroom.plugins.export.OneCourseCsvExport"
+
+
+def test_formgraders_students_page_counts_the_course_once(tmp_path, monkeypatch):
+    """formgrader showed every student "57 / 114" (nbgrader sums every assignment's points, the course's two
+    languages included): the course's formgrader extension counts it once (issue 30, major 5)."""
+    monkeypatch.setenv("PATH", os.pathsep.join([sysconfig.get_path("scripts"), os.environ.get("PATH", "")]))
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    from grader.classroom import formgrader_escape
+
+    url = _gradebook(tmp_path / "gradebook.db")  # autograd and autograd-zh 57 each, hw2 57
+    api = NbGraderAPI(coursedir=CourseDirectory(root=str(tmp_path), db_url=url))
+    monkeypatch.setattr(NbGraderAPI, "get_students", NbGraderAPI.get_students)  # (undone after the test)
+    assert {s["id"]: s["max_score"] for s in api.get_students()} == {"ada": 171.0, "mei": 171.0, "sam": 171.0}
+    assert formgrader_escape.count_the_course_once()
+    students = {s["id"]: s for s in api.get_students()}
+    assert {s: v["max_score"] for s, v in students.items()} == {"ada": 114.0, "mei": 114.0, "sam": 114.0}
+    assert (students["ada"]["score"], students["mei"]["score"]) == (60.0, 57.0)  # (scores as nbgrader sums them)

@@ -14,6 +14,11 @@ for the user the old way, so the server logged "Uncaught exception in write_erro
 `Template404.get_current_user()` directly is deprecated" and the browser got no page. The request is now
 authenticated first (jupyter_server's own ``prepare``), then answered 404 with the server's page.
 
+And it counts the course once in formgrader's students page: nbgrader summed the points of every assignment of the
+gradebook, so with the course in two languages (``autograd`` and ``autograd-zh``, one submission per student) every
+student was shown "57 / 114" (issue 30). The course's assignment counts once, at its editions' maximum; other
+assignments as nbgrader counts them.
+
 Enabled for every Jupyter server of the environment by ``make install`` (``grader.classroom.lab.write_settings``
 writes ``etc/jupyter/jupyter_server_config.d/autograd-course-formgrader.json``).
 """
@@ -74,9 +79,42 @@ def mend_not_found_page() -> bool:
     return True
 
 
+def count_the_course_once() -> bool:
+    """formgrader's students' maximum with the course's assignment counted once across its languages (see the
+    module's docstring); False without nbgrader."""
+    try:
+        from nbgrader.apps.api import NbGraderAPI
+    except ImportError:
+        return False
+    original = NbGraderAPI.get_students
+    if getattr(original, "counts_the_course_once", False):
+        return True
+
+    def get_students(self: Any) -> list[dict[str, Any]]:
+        from nbgrader.api import Assignment
+
+        from grader.classroom.folders import ASSIGNMENTS
+
+        students = original(self)
+        with self.gradebook as gb:
+            tops = {name: float(top or 0.0) for name, top in gb.db.query(Assignment.name, Assignment.max_score)}
+        naive = sum(tops.values())  # what nbgrader shows every student of the gradebook
+        editions = [tops[name] for name in ASSIGNMENTS if name in tops]
+        course = sum(top for name, top in tops.items() if name not in ASSIGNMENTS) + max(editions, default=0.0)
+        for student in students:
+            if student.get("max_score") == naive:
+                student["max_score"] = course
+        return students
+
+    get_students.counts_the_course_once = True  # type: ignore[attr-defined]
+    NbGraderAPI.get_students = get_students  # type: ignore[method-assign]
+    return True
+
+
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     escape_formgrader_pages()
     mend_not_found_page()
+    count_the_course_once()
     environment = serverapp.web_app.settings.get("nbgrader_jinja2_env")  # formgrader loaded before this extension
     if environment is not None:
         environment.autoescape = True
