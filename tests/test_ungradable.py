@@ -102,6 +102,33 @@ def test_a_notebook_without_cell_ids_is_read_as_format_4_5_with_ids(tmp_path, fr
     nbformat.validate(notebook)
 
 
+@pytest.mark.slow
+def test_validate_and_grader_grade_agree_with_autograde_on_older_formats(tmp_path):
+    """Issue 30, item 2: a right answer saved as Colab's 4.0 or old Jupyter's 4.4 is full marks through every front
+    door, not only make autograde (its class below): `nbgrader validate` says Success and `grader grade` gives 6/6.
+    The three commands run at once (each waits on a kernel or a sandbox most of its time)."""
+    os.chmod(tmp_path, 0o755)  # (the sandbox user reads the notebooks)
+    course.build_submission(SOLUTIONS.parent.parent / "notebooks" / course.ASSIGNMENT,
+                            course.answer_sources(SOLUTIONS), tmp_path / "release")
+    honest = (tmp_path / "release" / "02_custom_function.ipynb").read_bytes()
+    commands = {}
+    for front_end in ("colab", "jupyter-4.4"):
+        folder = tmp_path / front_end
+        folder.mkdir(mode=0o755)
+        (folder / "02_custom_function.ipynb").write_bytes(_as_saved_by(honest, front_end))
+        commands[f"grade {front_end}"] = ([str(Path(sys.executable).with_name("grader")), "grade",
+                                           "02_custom_function.ipynb"], folder)
+    commands["validate colab"] = ([str(Path(sys.executable).with_name("nbgrader")), "validate",
+                                   "02_custom_function.ipynb"], tmp_path / "colab")
+    running = {name: subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+               for name, (argv, cwd) in commands.items()}
+    said = {name: process.communicate(timeout=300)[0] for name, process in running.items()}
+    for front_end in ("colab", "jupyter-4.4"):
+        out = said[f"grade {front_end}"]
+        assert running[f"grade {front_end}"].returncode == 0 and "total     6/6" in out, out[-3000:]
+    assert "Success! Your notebook passes all the tests." in said["validate colab"], said["validate colab"][-3000:]
+
+
 # --- end to end: nbgrader autograde on a class with unreadable submissions ------------------------------------
 
 
