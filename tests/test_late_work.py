@@ -123,7 +123,7 @@ def test_late_work_from_the_due_date_to_the_lms(scratch):  # noqa: F811 (the fix
     assert penalties == {"ada": None, "ben": pytest.approx(11.4), "cat": None, "dee": None}
 
     done = make(root, "export")
-    assert done.returncode == 0 and "4 students, 4 graded, 1 with a late penalty, out of 57 points each" in done.stdout
+    assert done.returncode == 0 and "export from the gradebook gradebook.db: 4 students, 4 graded, 1 with a late penalty, out of 57 points each" in done.stdout
     exports = root / "exports"
     assert oct(exports.stat().st_mode & 0o777) == "0o700"
     plain, canvas, moodle = (_rows(exports / name) for name in ("grades.csv", "canvas.csv", "moodle.csv"))
@@ -147,7 +147,9 @@ def test_late_work_from_the_due_date_to_the_lms(scratch):  # noqa: F811 (the fix
     done = make(root, "extension", "STUDENT=ben", "EXTENSION=2 days")  # no regrading: the penalty is computed again
     assert "1 graded submission(s) given a new late penalty" in done.stdout, done.stdout
     scores = make(root, "scores").stdout
-    assert "late" not in scores.splitlines()[0] and [l for l in scores.splitlines() if l.startswith("ben ")][0].endswith("57/57")
+    header = next(line for line in scores.splitlines() if line.startswith("student "))
+    assert " late " not in header and [l for l in scores.splitlines() if l.startswith("ben ")][0].endswith("57/57")
+    assert scores.startswith("Scores from the gradebook gradebook.db "), scores
 
     (root / "gradebook.db").unlink()  # a new gradebook (as a switch to PostgreSQL): the file gives its dates back
     done = make(root, "autograde", "STUDENT=ben,cat")

@@ -666,7 +666,8 @@ def export_grades(root: Path) -> int:
     paths = write_exports(grades, root / EXPORT_DIR)
     absent = [g.student for g in grades if not g.submitted]
     late = [g for g in grades if g.penalty]
-    say(f"export: {len(grades)} students, {len(grades) - len(absent)} graded"
+    say(f"export from the gradebook {_gradebook_named(root, db_url)}: {len(grades)} students, "
+        f"{len(grades) - len(absent)} graded"
         + (f", {len(absent)} not submitted (0 points: {', '.join(printable(s) for s in absent[:8])}"
            f"{' and more' if len(absent) > 8 else ''})" if absent else "")
         + (f", {len(late)} with a late penalty" if late else "")
@@ -779,6 +780,9 @@ def main(argv: list[str] | None = None) -> int:
             say("interrupted: run make autograde again")
             return 130
     results = (args.root or course_root(args.db)) / RESULTS_DIR
+    shown = printable(args.db.removeprefix("sqlite:///")) if is_sqlite(args.db) else shown_url(args.db)
+    say(f"Scores from the gradebook {shown} (every assignment of the course; lang: the notebooks' "
+        "language; not submitted: on the class list, nothing handed in):\n")
     say(render_scores(*class_scores(args.db, with_enrolled=True, results=results), class_lateness(args.db)))
     flagged = flag_line(args.root or course_root(args.db))
     if flagged:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from grader.classroom.folders import ASSIGNMENTS, language_of
-from grader.classroom.untrusted import csv_cell, private_folder
+from grader.classroom.untrusted import csv_cell, hide_password, printable, private_folder
 
 Scores = dict[str, dict[str, tuple[float, float]]]  # student -> exercise -> (score, max)
 RESULTS_DIR = "grader_results"  # <course root>/grader_results/<assignment>/<student>/<notebook>.json: what
@@ -451,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     assignments = (args.assignment,) if args.assignment else ASSIGNMENTS
     page = build(args.root, assignments, args.out or args.root / "reports", db_url)
-    print(f"Class report: {page}\n  scores:    {page.parent / 'scores.csv'}\n  diagnoses: {page.parent / 'diagnoses.csv'}"
+    print(f"Class report (from the gradebook {printable(hide_password(db_url))}): {page}\n  scores:    {page.parent / 'scores.csv'}\n  diagnoses: {page.parent / 'diagnoses.csv'}"
           f"\n  flags:     {page.parent / 'flags.csv'}")
     line = flag_line(args.root, assignments, page.parent)
     if line:
