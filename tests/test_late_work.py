@@ -154,6 +154,7 @@ def test_late_work_from_the_due_date_to_the_lms(scratch):  # noqa: F811 (the fix
     (root / "gradebook.db").unlink()  # a new gradebook (as a switch to PostgreSQL): the file gives its dates back
     done = make(root, "autograde", "STUDENT=ben,cat")
     assert done.returncode == 0 and not [l for l in done.stdout.splitlines() if l.startswith("late: ")], done.stdout
+    assert "manual grades and comments given in formgrader stay in the other gradebook" in done.stdout, done.stdout
     with sqlite3.connect(root / "gradebook.db") as db:
         assert db.execute("SELECT duedate FROM assignment WHERE name = 'autograd'").fetchone()[0].startswith("2026-12-01 15:59")
         extensions = dict(db.execute("SELECT student_id, extension FROM submitted_assignment"))

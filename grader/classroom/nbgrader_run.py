@@ -339,4 +339,9 @@ def ensure_gradebook(runner: Nbgrader, assignment: str = ASSIGNMENT) -> list[str
     where = root / "gradebook.db" if db_url == gradebook_url(root) and is_sqlite(db_url) else shown_url(db_url)
     say(f"gradebook: {where} {'created' if is_sqlite(db_url) and not existed else 'given the assignment'} from "
         f"solutions/{assignment}/ ({len(notebooks)} notebooks; notebooks/ left as committed) ({seconds:.0f} s)")
+    graded_before = root / "autograded"
+    if graded_before.is_dir() and any(graded_before.glob(f"*/{assignment}/*.ipynb")):
+        say(f"    note: {assignment} was graded before into another gradebook: its students are graded again here, "
+            "due dates and extensions come back from deadlines.toml, but manual grades and comments given in "
+            "formgrader stay in the other gradebook (nbgrader keeps them nowhere else)")
     return notebooks
