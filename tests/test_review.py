@@ -1,5 +1,5 @@
 """What an instructor grading a class reviews afterwards (issue 30, item 9): tampered test cells, changed points and
-deleted cells flagged.
+deleted cells flagged, every run's log kept.
 
 One small class, graded once by `make autograde` (then again, and `make report`) in a temporary course built as
 tests/test_grading_day.py builds one: edith edited the test cell that catches her mistake, pat gave a test cell 100
@@ -12,7 +12,10 @@ from __future__ import annotations
 import copy
 import csv
 import os
+import re
 import shutil
+import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -20,7 +23,7 @@ import nbformat
 import pytest
 
 from conftest import EXAMPLES, read_entry
-from grader.classroom import course
+from grader.classroom import course, nbgrader_run
 from grader.classroom.demo_class import mistake_source
 from test_grading_day import _course, make
 
@@ -186,3 +189,48 @@ def test_make_autograde_and_make_scores_count_the_flagged_submissions(graded):
     assert line in out.splitlines() and line in again.splitlines(), out
     assert "4 submission(s) flagged for review: see reports/flags.csv" in make(root, "scores").stdout.splitlines()
     assert "4 submission(s) flagged for review" in _flagged_section(root)
+
+
+# --- every run's log is kept ------------------------------------------------------------------------------------
+
+
+def _fake_nbgrader(tmp_path: Path, lines: list[str]) -> list[str]:
+    """A process printing ``lines`` as nbgrader's output, as one job of several: what the terminal got."""
+    import io
+    from contextlib import redirect_stdout
+
+    script = tmp_path / "fake.py"
+    script.write_text("import sys\nsys.stdout.write(%r)\n" % "".join(f"{line}\n" for line in lines))
+    runner = nbgrader_run.Nbgrader(tmp_path, command="autograde")
+    job = nbgrader_run.Job("job 1/2", [sys.executable, str(script)], runner.log, latest=runner.latest)
+    shown = io.StringIO()
+    with redirect_stdout(shown):
+        runner.run_jobs([job])
+    return [line.strip() for line in shown.getvalue().splitlines()]
+
+
+@pytest.mark.slow
+def test_two_autograde_runs_leave_two_logs_and_nbgrader_log_is_the_latest(graded):
+    root, out, again = graded
+    runs = sorted((root / "logs").glob("*-autograde.log"))
+    assert len(runs) == 2, sorted(p.name for p in (root / "logs").iterdir())
+    assert str(runs[0]) in out and str(runs[1]) in again, "each run names its own log at the end"
+    assert "] edith/autograd/03_double_backward: test cell square-second-order was edited" in runs[0].read_text()
+    assert "Skipping existing assignment" in runs[1].read_text()
+    assert (root / course.LOG_NAME).is_symlink() and (root / course.LOG_NAME).resolve() == runs[1].resolve()
+    assert stat.S_IMODE((root / "logs").stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in runs)
+
+
+def test_a_log_is_never_overwritten_and_the_old_single_log_is_kept(tmp_path):
+    (tmp_path / course.LOG_NAME).write_text("the last run before logs/ existed\n")  # (every command rewrote it)
+    first = _fake_nbgrader(tmp_path, ["[AutogradeApp | INFO] one"])
+    second = _fake_nbgrader(tmp_path, ["[AutogradeApp | INFO] two"])
+    assert first == second == []
+    logs = sorted((tmp_path / "logs").iterdir())
+    texts = [p.read_text() for p in logs]
+    assert len(logs) == 3 and "the last run before logs/ existed\n" in texts, [p.name for p in logs]
+    assert sum("] one" in t for t in texts) == sum("] two" in t for t in texts) == 1, "two runs: two logs"
+    assert (tmp_path / course.LOG_NAME).resolve() in logs and "] two" in (tmp_path / course.LOG_NAME).read_text()
+    runs = [p.name for p, text in zip(logs, texts) if "] one" in text or "] two" in text]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d_\d{6}-autograde(-\d+)?\.log", name) for name in runs), runs
