@@ -1,5 +1,5 @@
 """What an instructor grading a class reviews afterwards (issue 30, item 9): tampered test cells, changed points and
-deleted cells flagged, every run's log kept.
+deleted cells flagged, every warning naming its student, every run's log kept.
 
 One small class, graded once by `make autograde` (then again, and `make report`) in a temporary course built as
 tests/test_grading_day.py builds one: edith edited the test cell that catches her mistake, pat gave a test cell 100
@@ -191,7 +191,19 @@ def test_make_autograde_and_make_scores_count_the_flagged_submissions(graded):
     assert "4 submission(s) flagged for review" in _flagged_section(root)
 
 
-# --- every run's log is kept ------------------------------------------------------------------------------------
+# --- every warning names its student ----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_every_warning_of_make_autograde_names_its_student(graded):
+    root, out, _ = graded
+    said = [line.strip() for line in out.splitlines() if line.strip().startswith(("warning: ", "error: "))]
+    assert said and all(re.match(rf"(warning|error): ({'|'.join(STUDENTS)})/{course.ASSIGNMENT}/\w+: ", line)
+                        for line in said), "\n".join(said)
+    # nbgrader's own line for pat's pasted copy of his answer cell names nobody in nbgrader's log
+    log = (root / "logs").glob("*-autograde.log")
+    assert any("] Cell with id 'square' exists multiple times!" in p.read_text() for p in log)
+    assert f"warning: pat/{course.ASSIGNMENT}/{NOTEBOOK}: Cell with id 'square' exists multiple times!" in said
 
 
 def _fake_nbgrader(tmp_path: Path, lines: list[str]) -> list[str]:
@@ -207,6 +219,35 @@ def _fake_nbgrader(tmp_path: Path, lines: list[str]) -> list[str]:
     with redirect_stdout(shown):
         runner.run_jobs([job])
     return [line.strip() for line in shown.getvalue().splitlines()]
+
+
+def test_a_warning_logged_while_a_student_is_graded_is_said_with_that_notebook(tmp_path):
+    submitted = tmp_path / "submitted" / "tom" / course.ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    said = _fake_nbgrader(tmp_path, [
+        f"[AutogradeApp | INFO] Converting notebook {tmp_path}/solutions/./{course.ASSIGNMENT}/{NOTEBOOK}.ipynb",
+        "[AutogradeApp | WARNING] an instructor's notebook's warning",
+        f"[AutogradeApp | INFO] Sanitizing {submitted}",
+        "[AutogradeApp | WARNING] Cell with id 'square' exists multiple times!",
+        f"[AutogradeApp | WARNING] tom/{course.ASSIGNMENT}/{NOTEBOOK}: test cell x was edited (flagged for review)",
+        "[AutogradeApp | WARNING] grading ahead stopped (OSError: gone); the rest is graded one notebook at a time",
+        f"[AutogradeApp | WARNING] ann/{course.ASSIGNMENT}/01_autograd_basics: not graded ahead (OSError: gone)",
+        f"[AutogradeApp | INFO] Autograding {tmp_path}/autograded/tom/{course.ASSIGNMENT}/{NOTEBOOK}.ipynb",
+        "[AutogradeApp | ERROR] something failed",
+        "[nbgrader_job | INFO] recorded: tom",
+        "[AutogradeApp | WARNING] after the student",
+    ])
+    assert said == [
+        "warning: job 1/2: an instructor's notebook's warning",
+        f"warning: job 1/2: tom/{course.ASSIGNMENT}/{NOTEBOOK}: Cell with id 'square' exists multiple times!",
+        f"warning: job 1/2: tom/{course.ASSIGNMENT}/{NOTEBOOK}: test cell x was edited (flagged for review)",
+        "warning: job 1/2: grading ahead stopped (OSError: gone); the rest is graded one notebook at a time",
+        f"warning: job 1/2: ann/{course.ASSIGNMENT}/01_autograd_basics: not graded ahead (OSError: gone)",
+        f"error: job 1/2: tom/{course.ASSIGNMENT}/{NOTEBOOK}: something failed",
+        "warning: job 1/2: after the student",
+    ]
+
+
+# --- every run's log is kept ------------------------------------------------------------------------------------
 
 
 @pytest.mark.slow

@@ -10,7 +10,8 @@
 nbgrader's own output goes to the run's log, <course>/logs/<date_time>-<command>.log (named at the end; with several
 processes, one <...>-job<N>.log each), kept: <course>/nbgrader.log (and nbgrader-job<N>.log) link to the latest run's;
 the terminal gets one line per stage, a progress bar over the notebooks while autograding (plain lines when not a
-terminal), the table, where the files are, and one line for each warning or error nbgrader reports.
+terminal), the table, where the files are, and one line for each warning or error nbgrader reports, naming its
+student.
 
 Settings (environment variables; the Makefile's DB_URL and JOBS set them):
 
@@ -499,7 +500,7 @@ def _holder(path: Path) -> str:
 def feedback(root: Path, assignment: str = ASSIGNMENT, force: bool = False) -> int:
     """`make feedback`: nbgrader generate_feedback for every autograded submission. nbgrader's log goes to the run's
     own in <course>/logs/ (<course>/nbgrader.log: the latest); the terminal gets a progress line over the pages,
-    each warning or error nbgrader reports (one line each), and where the pages are."""
+    each warning or error nbgrader reports (one line each, naming its student), and where the pages are."""
     root = root.resolve()
     autograded = sorted((root / "autograded").glob(f"*/{assignment}/*.ipynb"))
     if not autograded:

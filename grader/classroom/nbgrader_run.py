@@ -1,6 +1,7 @@
 """Running nbgrader's commands for the course: the command line, its environment (the gradebook passed, never on a
 command line), its log (one per run, kept: <course>/logs/<date_time>-<command>.log, and <course>/nbgrader.log the
-latest), a progress line over the notebooks, and the gradebook made when missing."""
+latest), a progress line over the notebooks, each warning naming its student, and the gradebook made when
+missing."""
 
 from __future__ import annotations
 
@@ -189,6 +190,17 @@ _INTERRUPTED = re.compile(r"interrupted: \d+ students recorded(?:, (.*) left as 
 _SHOWN_INFO = ("grading on the Dask cluster at ",)
 
 
+# nbgrader's INFO line before it works on a notebook: <folder>/<student>/<assignment>/<notebook>.ipynb (the student is
+# "." for the instructor's folders: generate_assignment). Its warnings until the next such line are about that
+# notebook, and many of them do not say so ("Attribute 'points' for cell X has changed!", "Cell with id 'X' exists
+# multiple times!"): the terminal puts the notebook before them.
+_WORKING_ON = re.compile(r"(?:Sanitizing|Autograding|Converting notebook) (.+)\.ipynb$")
+
+
+# Warnings about the run, not the notebook being recorded when they are logged (the grader's own, from the threads
+# that grade ahead or start workers): never put after a notebook.
+_RUN_WIDE = ("grading ahead stopped ", "a sandboxed worker started after ", "a Dask worker of ", "a notebook: ")
+
 
 @dataclass
 class Job:
@@ -325,6 +337,7 @@ class Nbgrader:
 
     def _follow(self, job: Job, progress: "Progress", lock: threading.Lock, append: bool, started: float) -> None:
         prefix = f"{job.label}: " if job.label else ""
+        current = ""  # the notebook this process is working on, "student/assignment/notebook" ("": none)
         with open_run_log(job.log, job.latest, "a" if append else "w") as log:
             log.write("$ " + self.shown(" ".join(job.command)) + "\n")
             log.flush()
@@ -343,6 +356,9 @@ class Nbgrader:
                 log.flush()  # (tail -f nbgrader.log follows the run)
                 job.last = line.strip() or job.last
                 kind, text = self._classify(line)
+                if kind == "working":
+                    current = text
+                    continue
                 if not kind:
                     continue
                 with lock:
@@ -350,6 +366,7 @@ class Nbgrader:
                         progress.advance()
                     elif kind == "recorded":
                         self.recorded.append(text)
+                        current = ""
                     elif kind == "skipped":
                         student = Path(text).parent.name
                         self.skipped.append(student)
@@ -365,16 +382,18 @@ class Nbgrader:
                     elif (self.interrupted and not text.startswith("interrupted:")) or text in self.quiet:
                         continue  # (interrupted: nbgrader's "Removing failed assignment", "Canceled": said at the end)
                     else:
+                        said = naming_the_notebook(text, current)
                         job.errors.append(f"{kind}: {text}")
-                        self.problems.append(f"{kind}: {prefix}{text}")
-                        progress.write(f"    {kind}: {prefix}{text}")
+                        self.problems.append(f"{kind}: {prefix}{said}")
+                        progress.write(f"    {kind}: {prefix}{said}")
             job.returncode = process.wait()
             log.write(f"(exit status {job.returncode}, {time.monotonic() - started:.1f} s)\n\n")
 
     @staticmethod
     def _classify(line: str) -> tuple[str, str]:
-        """("graded" | "note" | "warning" | "error" | "", text) for one line of nbgrader's output ("graded": a
-        notebook recorded, or a feedback page written: the progress)."""
+        """("graded" | "note" | "warning" | "error" | "working" | "", text) for one line of nbgrader's output
+        ("graded": a notebook recorded, or a feedback page written: the progress; "working": nbgrader starts on the
+        notebook named "student/assignment/notebook" in ``text``, or "" for an instructor's notebook)."""
         match = _LOG_LINE.match(line)
         if match:
             level, text = match.group(2), match.group(3).strip()
@@ -391,6 +410,9 @@ class Nbgrader:
                 return "removed", text.removeprefix(_REMOVED)
             if level == "INFO" and text.startswith(_SHOWN_INFO):
                 return "note", text
+            working = _WORKING_ON.match(text) if level == "INFO" else None
+            if working:
+                return "working", _notebook_named(working.group(1))
             if level == "WARNING" and _LATE.match(text):
                 return "", text  # (one line per late student at the end, from the gradebook: the extension counted)
             if level == "WARNING":
@@ -410,6 +432,26 @@ class Nbgrader:
             raise SystemExit(f"nbgrader {args[0]} failed (exit status {returncode}) while {what}; "
                              f"its full log: {self.log}")
         return graded, seconds
+
+
+def _notebook_named(path: str) -> str:
+    """"student/assignment/notebook" for a submission's path without its .ipynb (nbgrader's <folder>/<student>/
+    <assignment>/<notebook>), "" for the instructor's notebooks (their student is ".")."""
+    parts = path.split("/")  # (not pathlib: it drops the "." that says there is no student)
+    return "/".join(parts[-3:]) if len(parts) >= 4 and parts[-3] not in ("", ".") else ""
+
+
+def naming_the_notebook(text: str, notebook: str) -> str:
+    """A warning or error as the terminal says it: "ann/autograd/01_autograd_basics: <text>" when it was logged while
+    nbgrader worked on that ``notebook`` and names no submission itself (student/assignment, as the grader's lines
+    and nbgrader's paths do: this one, or another being graded ahead) nor is about the whole run; else ``text``."""
+    if not notebook or text.startswith(_RUN_WIDE):
+        return text
+    student_and_assignment = notebook.rsplit("/", 1)[0]
+    assignment = student_and_assignment.rsplit("/", 1)[-1]
+    if student_and_assignment in text or re.search(rf"\S/{re.escape(assignment)}/\S", text):
+        return text
+    return f"{notebook}: {text}"
 
 
 def nbgrader(args: list[str], root: Path) -> None:
