@@ -122,6 +122,13 @@ def _warnings(out: str, student: str) -> list[str]:
             if line.strip().startswith("warning: ") and f"{student}/{course.ASSIGNMENT}/" in line]
 
 
+def _released_cells() -> dict:
+    """grade_id -> the test cells of the notebook as released."""
+    return {c.metadata["nbgrader"]["grade_id"]: c
+            for c in nbformat.read(str(course.REPO / "notebooks" / course.ASSIGNMENT / f"{NOTEBOOK}.ipynb"), 4).cells
+            if c.metadata.get("nbgrader", {}).get("grade")}
+
+
 def _assert_flagged(root: Path, out: str, student: str, cell: str, *words: str) -> None:
     """``student`` has exactly one flag, on ``cell`` of the notebook, saying ``words``, in flags.csv, the class
     report and the terminal's one warning line for it."""
@@ -174,12 +181,6 @@ def test_an_honest_notebook_as_jupyterlab_saves_it_gets_no_flag_and_no_warning(g
     assert ">hal<" not in _flagged_section(root)
     assert _warnings(out, "hal") == [], out
     assert all(s == m for s, m in _scores(root)["hal"].values()), _scores(root)["hal"]
-
-
-def _released_cells() -> dict:
-    return {c.metadata["nbgrader"]["grade_id"]: c
-            for c in nbformat.read(str(course.REPO / "notebooks" / course.ASSIGNMENT / f"{NOTEBOOK}.ipynb"), 4).cells
-            if c.metadata.get("nbgrader", {}).get("grade")}
 
 
 @pytest.mark.slow
