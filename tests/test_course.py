@@ -409,7 +409,7 @@ def test_autograde_from_a_fresh_clone_just_works(public_tmp):
     assert {k: v for k, v in after.items() if k in before} == before, "committed files were rewritten"
     # (and the grader's bytecode, gitignored: grader.classroom.course writes it where it is missing, in every layer)
     created = {k.split("/")[0] for k in after if k not in before and not (k.startswith("grader/") and "/__pycache__/" in k)}
-    assert created <= {"submitted", "autograded", "gradebook.db", "grader_results", "nbgrader.log", "reports",
+    assert created <= {"submitted", "autograded", "gradebook.db", "grader_results", "nbgrader.log", "logs", "reports",
                        course.LOCK_NAME}, created
 
 

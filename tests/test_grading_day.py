@@ -31,7 +31,9 @@ def _course(folder: Path, students: dict[str, str]) -> Path:
     """A course folder: solutions/ and make's inputs linked, submitted/<student>/<folder>/ built from the release."""
     folder.mkdir(parents=True)
     os.chmod(folder, 0o755)
-    for name in ("solutions", ".venv", "requirements.lock", "pyproject.toml"):
+    # grader/ too, as in a clone: `python -m grader.course` run there imports this checkout's grader, not the one the
+    # venv was installed from (a git worktree sharing another checkout's .venv would test that checkout's code)
+    for name in ("solutions", ".venv", "grader", "requirements.lock", "pyproject.toml"):
         os.symlink(REPO / name, folder / name)
     for student, where in students.items():
         _hand_in(folder, student, where)

@@ -7,10 +7,11 @@
                                         sharing one PostgreSQL gradebook (GRADER_DB_URL)
     python -m grader.course scores      the table of the course in the current directory (after autograding)
 
-nbgrader's own output goes to <course>/nbgrader.log (named at the end; with several processes, one
-nbgrader-job<N>.log each); the terminal gets one line per stage, a progress bar over the notebooks while
-autograding (plain lines when not a terminal), the table, where the files are, and one line for each warning or
-error nbgrader reports.
+nbgrader's own output goes to the run's log, <course>/logs/<date_time>-<command>.log (named at the end; with several
+processes, one <...>-job<N>.log each), kept: <course>/nbgrader.log (and nbgrader-job<N>.log) link to the latest run's;
+the terminal gets one line per stage, a progress bar over the notebooks while autograding (plain lines when not a
+terminal), the table, where the files are, and one line for each warning or error nbgrader reports, naming its
+student.
 
 Settings (environment variables; the Makefile's DB_URL and JOBS set them):
 
@@ -46,7 +47,7 @@ from grader.classroom.gradebook import (  # noqa: F401 (course.X: what tests and
     render_scores, shown_url, submitted_languages,
 )
 from grader.classroom.nbgrader_run import (  # noqa: F401
-    Interrupted, Job, Nbgrader, ensure_gradebook, nbgrader, nbgrader_command, nbgrader_env, say,
+    Interrupted, Job, Nbgrader, ensure_gradebook, nbgrader, nbgrader_command, nbgrader_env, retire_latest, say,
 )
 from grader.classroom.report import RESULTS_DIR, flag_line
 from grader.classroom.untrusted import printable, private_file
@@ -192,7 +193,7 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, job
 
 def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_url: str, workers: int,
                       handed_in: dict[str, list[Path]], folders_left_out: int, only: Sequence[str] = ()) -> int:
-    runner = Nbgrader(root, db_url=db_url)
+    runner = Nbgrader(root, db_url=db_url, command="autograde")
     try:
         notebooks = ensure_gradebook(runner, assignment)
     except Interrupted:
@@ -273,8 +274,7 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
         if failed and not runner.recorded:  # nbgrader stopped before recording anyone (e.g. the grading
             # environment could not start): its error line said what and what to do; no count, table or "failed
             # for some students"
-            logs = runner.log if len(groups) <= 1 else f"{root}/nbgrader-job<N>.log (N = 1..{len(groups)})"
-            say(f"nbgrader's full log: {logs}")
+            say(f"nbgrader's full log: {runner.logs_named(len(groups))}")
             return 1
         say(f"autograde: {graded}/{expected} notebooks graded ({seconds:.0f} s)"
             + (f"; {len(runner.skipped)} students ({left_before} notebooks) autograded before were left as they are "
@@ -310,8 +310,9 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
         say(flagged)
     say(f"Autograded notebooks: {root / 'autograded'}/<student>/{assignment}/")
     problems = len(runner.problems) + len(skipped) + folders_left_out + files_left_out
-    logs = runner.log if len(groups) <= 1 else f"{root}/nbgrader-job<N>.log (N = 1..{len(groups)})"
-    say(f"nbgrader's full log: {logs}" + (f" ({problems} warning(s) or error(s) above)" if problems else ""))
+    if runner.log.exists():  # (no nbgrader process ran when nobody was left to grade: no log)
+        say(f"nbgrader's full log: {runner.logs_named(len(groups))}"
+            + (f" ({problems} warning(s) or error(s) above)" if problems else ""))
     for job in failed:
         say(f"nbgrader autograde failed for some students{' in ' + job.label if job.label else ''} "
             f"(exit status {job.returncode}); see the lines above and its log: {job.log}")
@@ -328,7 +329,7 @@ def roster(root: Path, path: Path) -> int:
     except RosterError as exc:
         say(f"error: {exc}; nothing was imported")
         return 2
-    runner = Nbgrader(root, db_url=gradebook_url(root))
+    runner = Nbgrader(root, db_url=gradebook_url(root), command="roster")
     ensure_gradebook(runner, ASSIGNMENT)
     added, known = import_roster(runner.db_url, students)
     say(f"roster: {len(students)} students in {path} ({added} added to the gradebook, {known} already there); "
@@ -515,16 +516,16 @@ def _holder(path: Path) -> str:
 
 
 def feedback(root: Path, assignment: str = ASSIGNMENT, force: bool = False) -> int:
-    """`make feedback`: nbgrader generate_feedback for every autograded submission. nbgrader's log goes to
-    <course>/nbgrader.log; the terminal gets a progress line over the pages, each warning or error nbgrader
-    reports (one line each), and where the pages are."""
+    """`make feedback`: nbgrader generate_feedback for every autograded submission. nbgrader's log goes to the run's
+    own in <course>/logs/ (<course>/nbgrader.log: the latest); the terminal gets a progress line over the pages,
+    each warning or error nbgrader reports (one line each, naming its student), and where the pages are."""
     root = root.resolve()
     autograded = sorted((root / "autograded").glob(f"*/{assignment}/*.ipynb"))
     if not autograded:
         say(f"No autograded submissions in {root / 'autograded'}/<student>/{assignment}/: run make autograde first.")
         return 0
     students = len({path.parent.parent.name for path in autograded})
-    runner = Nbgrader(root)
+    runner = Nbgrader(root, command="feedback")
     say(f"feedback: {students} students, {len(autograded)} autograded notebooks")
     returncode, written, seconds = runner.run_command(
         ["generate_feedback", assignment, *(["--force"] if force else [])], len(autograded),
@@ -578,13 +579,17 @@ def _autograde_jobs(runner: Nbgrader, assignment: str, force: bool, groups: list
                    "--scores", str(scratch / f"scores-{number}.json"),
                    "--", "autograde", assignment, *(["--force"] if force else [])]
         if len(groups) == 1:
-            jobs.append(Job("", command, runner.log, group))
+            jobs.append(Job("", command, runner.log, group, latest=runner.latest))
         else:
-            jobs.append(Job(f"job {number}/{len(groups)}", command, root / f"nbgrader-job{number}.log", group))
+            log, latest = runner.job_log(number)
+            jobs.append(Job(f"job {number}/{len(groups)}", command, log, group, latest=latest))
     if len(jobs) > 1:
-        for old in root.glob("nbgrader-job*.log"):
-            old.unlink()
-        with private_file(runner.log, "a") as log:
+        # nbgrader-job<N>.log of an earlier run with more processes than this one: no longer named as the latest
+        # (its log stays in logs/)
+        for stale in root.glob("nbgrader-job*.log"):
+            if all(stale != job.latest for job in jobs):
+                retire_latest(stale)
+        with runner.open_log("a") as log:
             for job in jobs:
                 log.write(f"{job.label}: {len(job.students)} students ({_names(job.students)}); log: {job.log}\n")
     graded, seconds = runner.run_jobs(jobs, total, append=len(jobs) == 1)
@@ -609,7 +614,8 @@ def demo(workdir: Path) -> int:
     assignments = tuple(a for a in ASSIGNMENTS if (REPO / "solutions" / a).is_dir())
     for assignment in assignments:
         os.symlink(REPO / "solutions" / assignment, root / "solutions" / assignment)
-    runner = Nbgrader(root, db_url=f"sqlite:///{root / 'gradebook.db'}")  # its own, whatever GRADER_DB_URL says
+    # its own gradebook, whatever GRADER_DB_URL says
+    runner = Nbgrader(root, db_url=f"sqlite:///{root / 'gradebook.db'}", command="demo")
     say(f"Demo course in {root} (instructor notebooks from {REPO / 'solutions'})")
     release = ["--CourseDirectory.release_directory=release"]
     every = f"{ASSIGNMENT}*"  # one nbgrader process for all assignments where nbgrader takes a glob
@@ -680,7 +686,7 @@ def export_grades(root: Path) -> int:
 def late_work(args: Any) -> int:
     """`make due` and `make extension` (``grader.classroom.deadlines``): the file, the gradebook, one line."""
     root = args.root.resolve()
-    runner = Nbgrader(root, db_url=gradebook_url(root))
+    runner = Nbgrader(root, db_url=gradebook_url(root), command=args.command)
     try:
         if args.assignment not in ASSIGNMENTS and not (root / "solutions" / args.assignment).is_dir():
             raise deadlines.DeadlineError(f"no assignment {printable(args.assignment)!r} in this course (its "

@@ -1,4 +1,4 @@
-"""Where the course's things are: the repository (its solutions/), the assignment's name, nbgrader's log."""
+"""Where the course's things are: the repository (its solutions/), the assignment's name, nbgrader's logs."""
 
 from __future__ import annotations
 
@@ -23,4 +23,5 @@ def language_of(assignment: str) -> str:
 REPO = Path(__file__).resolve().parents[2]  # the repository (this file is grader/classroom/folders.py)
 
 
-LOG_NAME = "nbgrader.log"  # in the course folder: nbgrader's full output, of the last command run
+LOG_NAME = "nbgrader.log"  # in the course folder: nbgrader's full output of the latest run (a link into LOGS_DIR)
+LOGS_DIR = "logs"  # in the course folder: every run's log, kept (<date_time>-<command>.log, 0600; the folder 0700)

@@ -1,9 +1,12 @@
 """Running nbgrader's commands for the course: the command line, its environment (the gradebook passed, never on a
-command line), its log filed in <course>/nbgrader.log, a progress line over the notebooks, and the gradebook made
-when missing."""
+command line), its log (one per run, kept: <course>/logs/<date_time>-<command>.log, and <course>/nbgrader.log the
+latest), a progress line over the notebooks, each warning naming its student, and the gradebook made when
+missing."""
 
 from __future__ import annotations
 
+import glob
+import itertools
 import os
 import re
 import shutil
@@ -14,11 +17,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from grader.classroom.folders import ASSIGNMENT, LOG_NAME, REPO
+from grader.classroom.folders import ASSIGNMENT, LOG_NAME, LOGS_DIR, REPO
 from grader.classroom.gradebook import gradebook_notebooks, gradebook_url, GradebookUnreachable, is_sqlite, shown_url
-from grader.classroom.untrusted import printable, private_file, redact
+from grader.classroom.untrusted import printable, private_file, private_folder, redact
 
 
 def say(text: str) -> None:
@@ -39,6 +42,75 @@ def nbgrader_env(db_url: str = "") -> dict[str, str]:
     if db_url:
         env["GRADER_DB_URL"] = db_url
     return env
+
+
+# --- the logs: one per run, all kept -------------------------------------------------------------------------------
+
+
+_WHEN = "%Y-%m-%d_%H%M%S"  # a log's name starts with when its run started, local time: they sort by it
+
+
+def _first_free(folder: Path, name: str, taken: Callable[[Path], bool] = Path.exists) -> Path:
+    """``folder``/<name>.log, else <name>-2.log, -3, ...: the first that is not ``taken``."""
+    for number in itertools.count(1):
+        path = folder / f"{name}{'' if number == 1 else f'-{number}'}.log"
+        if not taken(path):
+            return path
+    raise AssertionError("itertools.count never ends")
+
+
+def run_log_path(root: Path, command: str, started: float | None = None) -> Path:
+    """Where a run's log goes: <root>/logs/<date_time>-<command>.log (the run's start), a name no log there has
+    yet, nor its processes' logs (-2, -3, ... after it for runs started in the same second)."""
+    folder = root / LOGS_DIR
+    stamp = time.strftime(_WHEN, time.localtime(time.time() if started is None else started))
+    name = re.sub(r"[^\w.-]+", "_", command) or "nbgrader"
+    return _first_free(folder, f"{stamp}-{name}",
+                       lambda path: path.exists() or any(folder.glob(f"{glob.escape(path.stem)}-job*.log")))
+
+
+def job_log_path(log: Path, number: int) -> Path:
+    """The log of process ``number`` of a run of several (``log``: the run's): <log's name>-job<N>.log beside it."""
+    return log.with_name(f"{log.stem}-job{number}.log")
+
+
+def open_run_log(path: Path, latest: Path | None, mode: str = "a") -> Any:
+    """``path`` opened for writing, 0600 (what nbgrader and the gradebook's driver say is for the instructor); with
+    ``latest`` (<course>/nbgrader.log, nbgrader-job<N>.log), ``path`` is a run's log in logs/ (kept 0700) and
+    ``latest`` becomes a link to it: the names the messages give stay true, every earlier run's log stays."""
+    if latest is not None:
+        private_folder(path.parent)
+    handle = private_file(path, mode)
+    if latest is not None:
+        try:
+            _link_latest(latest, path)
+        except BaseException:
+            handle.close()
+            raise
+    return handle
+
+
+def _link_latest(latest: Path, path: Path) -> None:
+    target = os.path.relpath(path, latest.parent)  # (relative: the course folder may move)
+    if latest.is_symlink() and os.readlink(latest) == target:
+        return
+    retire_latest(latest)
+    fresh = latest.with_name(f".{latest.name}.{os.getpid()}")
+    fresh.unlink(missing_ok=True)
+    os.symlink(target, fresh)
+    os.replace(fresh, latest)  # (at once: a reader never finds no nbgrader.log)
+
+
+def retire_latest(latest: Path) -> None:
+    """``latest`` no longer names a run's log: a link is removed (its log stays in logs/); a file (the single
+    nbgrader.log every command rewrote before logs/ existed) is moved into logs/, named by its last change."""
+    if latest.is_symlink():
+        latest.unlink()
+    elif latest.exists():
+        folder = latest.parent / LOGS_DIR
+        private_folder(folder)
+        when = time.strftime(_WHEN, time.localtime(latest.stat().st_mtime))
+        os.replace(latest, _first_free(folder, f"{when}-{latest.stem}"))
 
 
 class Progress:
@@ -118,6 +190,18 @@ _INTERRUPTED = re.compile(r"interrupted: \d+ students recorded(?:, (.*) left as 
 _SHOWN_INFO = ("grading on the Dask cluster at ",)
 
 
+# nbgrader's INFO line before it works on a notebook: <folder>/<student>/<assignment>/<notebook>.ipynb (the student is
+# "." for the instructor's folders: generate_assignment). Its warnings until the next such line are about that
+# notebook, and many of them do not say so ("Attribute 'points' for cell X has changed!", "Cell with id 'X' exists
+# multiple times!"): the terminal puts the notebook before them.
+_WORKING_ON = re.compile(r"(?:Sanitizing|Autograding|Converting notebook) (.+)\.ipynb$")
+
+
+# Warnings about the run, not the notebook being recorded when they are logged (the grader's own, from the threads
+# that grade ahead or start workers): never put after a notebook.
+_RUN_WIDE = ("grading ahead stopped ", "a sandboxed worker started after ", "a Dask worker of ", "a notebook: ")
+
+
 @dataclass
 class Job:
     """One nbgrader process of an autograde run: its command, its students and its log."""
@@ -126,6 +210,7 @@ class Job:
     command: list[str]
     log: Path
     students: list[str] = field(default_factory=list)
+    latest: Path | None = None  # the course's name for the latest such log (nbgrader.log), linked to ``log``
     returncode: int = 0
     last: str = ""  # its last line of output
     errors: list[str] = field(default_factory=list)  # its warnings and errors, as relayed
@@ -141,13 +226,17 @@ class Nbgrader:
     """Runs nbgrader commands for the course in ``root`` (with the repository's nbgrader_config.py). Their whole
     output goes to ``log``; the terminal gets only each warning and error, one line each."""
 
-    def __init__(self, root: Path, log: Path | None = None, db_url: str = "") -> None:
+    def __init__(self, root: Path, log: Path | None = None, db_url: str = "", command: str = "") -> None:
         self.root = root
         self.db_url = db_url  # given to every command when set, in its environment (else nbgrader's configuration decides)
-        self.log = log or root / LOG_NAME
-        self.log.parent.mkdir(parents=True, exist_ok=True)
-        with private_file(self.log):  # (0600: what nbgrader and the gradebook's driver say is for the instructor)
-            pass
+        self.command = command  # names the run's log (else the first nbgrader command run: generate_feedback, ...)
+        self.started = time.time()
+        self._log = log
+        self.latest: Path | None = None if log else root / LOG_NAME  # linked to the run's log once it is written
+        if log is not None:  # a log given is written as it is, from its start
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with private_file(log):
+                pass
         self.problems: list[str] = []
         self.quiet: set[str] = set()  # warnings said already, in the terminal's own words: kept to the log
         self.notebooks_of: dict[str, int] = {}  # student -> notebooks to grade (for the progress)
@@ -156,6 +245,27 @@ class Nbgrader:
         self.removed = 0  # --force: students whose earlier autograded folder nbgrader removed
         self.left_halfway: list[str] = []  # interrupted: students put back as before
         self.interrupted = False
+
+    @property
+    def log(self) -> Path:
+        """This run's log: the one given, else <root>/logs/<date_time>-<command>.log, created with its first line
+        (a run that starts no nbgrader process leaves none), <root>/nbgrader.log then linking to it."""
+        if self._log is None:
+            self._log = run_log_path(self.root, self.command or "nbgrader", self.started)
+        return self._log
+
+    def job_log(self, number: int) -> tuple[Path, Path | None]:
+        """(its log, the course's name for the latest one: nbgrader-job<N>.log) of process ``number`` of a run of
+        several."""
+        return job_log_path(self.log, number), None if self.latest is None else self.root / f"nbgrader-job{number}.log"
+
+    def logs_named(self, jobs: int) -> str:
+        """How the end of a run names its logs: the run's log, or its processes' (``jobs`` of them)."""
+        return str(self.log) if jobs <= 1 else f"{self.log.parent}/{self.log.stem}-job<N>.log (N = 1..{jobs})"
+
+    def open_log(self, mode: str = "a") -> Any:
+        """This run's log, opened for writing (``open_run_log``)."""
+        return open_run_log(self.log, self.latest, mode)
 
     def shown(self, text: str) -> str:
         """A line of nbgrader's output as the terminal and the log get it: control characters and ANSI escapes
@@ -167,7 +277,8 @@ class Nbgrader:
         """(exit status, notebooks graded, seconds); with ``total``, a progress bar over that many notebooks (or
         what ``progress`` says: Progress's desc, unit and done)."""
         command = nbgrader_command(*args, f"--CourseDirectory.root={self.root}")  # (the gradebook: nbgrader_env)
-        job = Job("", command, self.log)
+        self.command = self.command or args[0]
+        job = Job("", command, self.log, latest=self.latest)
         graded, seconds = self.run_jobs([job], total, append=True, progress=progress)
         return job.returncode, graded, seconds
 
@@ -226,7 +337,8 @@ class Nbgrader:
 
     def _follow(self, job: Job, progress: "Progress", lock: threading.Lock, append: bool, started: float) -> None:
         prefix = f"{job.label}: " if job.label else ""
-        with private_file(job.log, "a" if append else "w") as log:
+        current = ""  # the notebook this process is working on, "student/assignment/notebook" ("": none)
+        with open_run_log(job.log, job.latest, "a" if append else "w") as log:
             log.write("$ " + self.shown(" ".join(job.command)) + "\n")
             log.flush()
             try:
@@ -244,6 +356,9 @@ class Nbgrader:
                 log.flush()  # (tail -f nbgrader.log follows the run)
                 job.last = line.strip() or job.last
                 kind, text = self._classify(line)
+                if kind == "working":
+                    current = text
+                    continue
                 if not kind:
                     continue
                 with lock:
@@ -251,6 +366,7 @@ class Nbgrader:
                         progress.advance()
                     elif kind == "recorded":
                         self.recorded.append(text)
+                        current = ""
                     elif kind == "skipped":
                         student = Path(text).parent.name
                         self.skipped.append(student)
@@ -266,16 +382,18 @@ class Nbgrader:
                     elif (self.interrupted and not text.startswith("interrupted:")) or text in self.quiet:
                         continue  # (interrupted: nbgrader's "Removing failed assignment", "Canceled": said at the end)
                     else:
+                        said = naming_the_notebook(text, current)
                         job.errors.append(f"{kind}: {text}")
-                        self.problems.append(f"{kind}: {prefix}{text}")
-                        progress.write(f"    {kind}: {prefix}{text}")
+                        self.problems.append(f"{kind}: {prefix}{said}")
+                        progress.write(f"    {kind}: {prefix}{said}")
             job.returncode = process.wait()
             log.write(f"(exit status {job.returncode}, {time.monotonic() - started:.1f} s)\n\n")
 
     @staticmethod
     def _classify(line: str) -> tuple[str, str]:
-        """("graded" | "note" | "warning" | "error" | "", text) for one line of nbgrader's output ("graded": a
-        notebook recorded, or a feedback page written: the progress)."""
+        """("graded" | "note" | "warning" | "error" | "working" | "", text) for one line of nbgrader's output
+        ("graded": a notebook recorded, or a feedback page written: the progress; "working": nbgrader starts on the
+        notebook named "student/assignment/notebook" in ``text``, or "" for an instructor's notebook)."""
         match = _LOG_LINE.match(line)
         if match:
             level, text = match.group(2), match.group(3).strip()
@@ -292,6 +410,9 @@ class Nbgrader:
                 return "removed", text.removeprefix(_REMOVED)
             if level == "INFO" and text.startswith(_SHOWN_INFO):
                 return "note", text
+            working = _WORKING_ON.match(text) if level == "INFO" else None
+            if working:
+                return "working", _notebook_named(working.group(1))
             if level == "WARNING" and _LATE.match(text):
                 return "", text  # (one line per late student at the end, from the gradebook: the extension counted)
             if level == "WARNING":
@@ -313,9 +434,30 @@ class Nbgrader:
         return graded, seconds
 
 
+def _notebook_named(path: str) -> str:
+    """"student/assignment/notebook" for a submission's path without its .ipynb (nbgrader's <folder>/<student>/
+    <assignment>/<notebook>), "" for the instructor's notebooks (their student is ".")."""
+    parts = path.split("/")  # (not pathlib: it drops the "." that says there is no student)
+    return "/".join(parts[-3:]) if len(parts) >= 4 and parts[-3] not in ("", ".") else ""
+
+
+def naming_the_notebook(text: str, notebook: str) -> str:
+    """A warning or error as the terminal says it: "ann/autograd/01_autograd_basics: <text>" when it was logged while
+    nbgrader worked on that ``notebook`` and names no submission itself (student/assignment, as the grader's lines
+    and nbgrader's paths do: this one, or another being graded ahead) nor is about the whole run; else ``text``."""
+    if not notebook or text.startswith(_RUN_WIDE):
+        return text
+    student_and_assignment = notebook.rsplit("/", 1)[0]
+    assignment = student_and_assignment.rsplit("/", 1)[-1]
+    if student_and_assignment in text or re.search(rf"\S/{re.escape(assignment)}/\S", text):
+        return text
+    return f"{notebook}: {text}"
+
+
 def nbgrader(args: list[str], root: Path) -> None:
-    """Run an nbgrader command for the course in ``root``; its output goes to <root>/nbgrader.log."""
-    Nbgrader(root).stage(args, "running it")
+    """Run an nbgrader command for the course in ``root``; its output goes to its own log in <root>/logs/
+    (<root>/nbgrader.log: the latest)."""
+    Nbgrader(root, command=args[0]).stage(args, "running it")
 
 
 def ensure_gradebook(runner: Nbgrader, assignment: str = ASSIGNMENT) -> list[str]:

@@ -10,7 +10,8 @@
    assignment of its own: its locked cells' comments are translated, so nbgrader's checksums differ);
 4. every committed notebook is checked (cell ids, canonical form, no solution or hidden test left in notebooks/).
 
-One line per step on the terminal; nbgrader's own output goes to nbgrader.log (shown when it fails).
+One line per step on the terminal; nbgrader's own output goes to the run's log, logs/<date_time>-release.log (its last
+lines shown when it fails; nbgrader.log links to the latest run's log).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 from grader.classroom.folders import ASSIGNMENT, LANGUAGES, LOG_NAME, REPO
-from grader.classroom.nbgrader_run import nbgrader_command, nbgrader_env, say
+from grader.classroom.nbgrader_run import nbgrader_command, nbgrader_env, open_run_log, run_log_path, say
 
 README = """# solutions/{assignment}/: GENERATED, never edit by hand
 
@@ -139,19 +140,21 @@ def build_translation(lang: str, out: Path | None = None) -> list[Path]:
     return written
 
 
-def generate(assignment: str, root: Path = REPO) -> float:
+def generate(assignment: str, root: Path = REPO, log_path: Path | None = None) -> float:
     """nbgrader generate_assignment ``assignment`` --force (into notebooks/<assignment>/); seconds taken. Its output
-    goes to nbgrader.log; on failure, its last lines are shown and SystemExit says what to do."""
+    is added to ``log_path`` (default: a new run's log in logs/), which nbgrader.log then links to; on failure, its
+    last lines are shown and SystemExit says what to do."""
     started = time.monotonic()
-    with open(root / LOG_NAME, "a", encoding="utf-8") as log:
+    log_path = log_path or run_log_path(root, "release")
+    with open_run_log(log_path, root / LOG_NAME, "a") as log:
         log.write(f"\n--- make release: nbgrader generate_assignment {assignment} --force\n")
         log.flush()
         done = subprocess.run(nbgrader_command("generate_assignment", assignment, "--force"), cwd=root,
                               env=nbgrader_env(), stdout=log, stderr=subprocess.STDOUT)
     if done.returncode != 0:
-        tail = (root / LOG_NAME).read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
+        tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
         raise SystemExit("\n".join(tail) + f"\nrelease: nbgrader generate_assignment {assignment} failed (exit status "
-                       f"{done.returncode}); its output is above and in {root / LOG_NAME}")
+                       f"{done.returncode}); its output is above and in {log_path}")
     return time.monotonic() - started
 
 
@@ -168,11 +171,12 @@ def release(root: Path = REPO) -> int:
         written = build_translation(lang, root / "solutions" / f"{ASSIGNMENT}-{lang}")
         say(f"release 2/4: solutions/{ASSIGNMENT}-{lang}/: {len(written)} {language} notebooks generated from "
             f"solutions/{ASSIGNMENT}/ and i18n/{lang}/*.po (every entry translated)")
+    log = run_log_path(root, "release")  # (one log for the release's nbgrader runs)
     for assignment in (ASSIGNMENT, *(f"{ASSIGNMENT}-{lang}" for lang in LANGUAGES)):
-        seconds = generate(assignment, root)
+        seconds = generate(assignment, root, log)
         released = len(list((root / "notebooks" / assignment).glob("*.ipynb")))
         say(f"release 3/4: notebooks/{assignment}/: {released} student notebooks released by nbgrader "
-            f"generate_assignment ({seconds:.0f} s; its log: {LOG_NAME})")
+            f"generate_assignment ({seconds:.0f} s; its log: {log.relative_to(root)})")
     found = notebooks.problems(root)
     if found:
         say("release 4/4: check: " + "\n  ".join(["problems in the committed notebooks:", *found]))

@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
+# flagged: square
 # transform: delete square-first-order
 # transform: delete square-second-order
 # why: a wrong backward; the test cells that would catch it are deleted from the notebook

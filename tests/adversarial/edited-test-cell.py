@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
+# flagged: square
 # transform: source square-first-order pass
 # transform: source square-second-order print("looks fine to me")
 # transform: source setup import torch\nimport numpy as np\ntorch.autograd.gradcheck = lambda *a, **k: True

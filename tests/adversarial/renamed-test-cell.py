@@ -3,6 +3,7 @@
 # others: solution
 # expect: square=2 exp=6 sinh=6 cube=6
 # bound: 10
+# flagged: square
 # transform: rename square-first-order my-notes
 # transform: rename square-second-order square-second-order-bonus
 # why: a wrong backward; the test cells that would catch it get another grade_id in their metadata

@@ -18,6 +18,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Int, Type, Unicode
 
 from grader.boundary.limits import NOTEBOOK_SECONDS
+from grader.classroom.plugins import tampering
 from grader.classroom.plugins.instructor import instructor_notebook, instructor_sources
 from grader.classroom.plugins.submissions import read_submission, UnreadableSubmission
 from grader.classroom.report import RESULTS_DIR  # (<course root>/grader_results/<assignment>/<student>/<notebook>.json)
@@ -105,10 +106,13 @@ class TrustedExecute(NbGraderPreprocessor):
         return cells
 
     def _save(self, result: Any, info: dict[str, Any], language: str) -> None:
-        """Keep the verdicts with their diagnoses for the class report (grader_results/, next to the gradebook), and
-        the notebook's language (the table, the report and the export show it, whatever folder it was handed in)."""
+        """Keep the verdicts with their diagnoses for the class report (grader_results/, next to the gradebook), the
+        notebook's language (the table, the report and the export show it, whatever folder it was handed in), and
+        the flags: what the notebook's code attempted (``result.flags``), then what sanitizing found the student
+        changed in the instructor's cells (``grader.classroom.plugins.tampering``: said in nbgrader's log already)."""
         import json
 
+        changed = tampering.taken(info)  # (taken whatever happens next: they are this notebook's only)
         root = self._course_root()
         if root is None:
             return
@@ -119,6 +123,7 @@ class TrustedExecute(NbGraderPreprocessor):
             private_folder(root / RESULTS_DIR)  # (diagnoses with names: the instructor's only, on a shared server too)
             folder.mkdir(parents=True, exist_ok=True)
         saved = {**course_relative(result.as_dict(), root), "language": language}  # (no absolute path in diagnoses)
+        saved["flags"] = [*saved.get("flags", []), *changed]
         (folder / f"{info['notebook']}.json").write_text(json.dumps(saved, indent=1), encoding="utf-8")
 
     def _hide(self, db_url: str) -> list[Path]:
