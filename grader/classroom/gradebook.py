@@ -108,7 +108,9 @@ def class_scores(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS, with_e
             name = student if student not in table else f"{student} ({language})"
             table[name], languages[name] = row, read.get(student, language)
     if with_enrolled:  # the class list (make roster): who handed in nothing has a row too
-        for student in enrolled_without_submission(db_url, assignments):
+        editions = ASSIGNMENTS if set(assignments) & set(ASSIGNMENTS) else assignments  # (a student who took the
+        # course in the other language handed something in: a report of one language does not list them)
+        for student in enrolled_without_submission(db_url, editions):
             table.setdefault(student, {})
             languages.setdefault(student, "-")
     return table, languages
