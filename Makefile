@@ -42,7 +42,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip check
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	$(BIN)/python -m compileall -q grader
-	$(BIN)/python -m grader.lab --write-settings
+	$(BIN)/python -m grader.classroom.lab --write-settings
 	@touch $(STAMP)
 
 install: $(STAMP) system-packages sandbox-user ## create .venv with pinned dependencies, plus Debian's graphviz, bubblewrap, libseccomp, chromium, postgresql and the sandbox user
@@ -92,7 +92,7 @@ system-packages: ## install Debian's graphviz (torchviz's dot), bubblewrap and l
 	fi
 
 sandbox-user: $(STAMP) system-packages ## as root: the unprivileged user student code runs as, allowed to reach the Python install
-	@$(BIN)/python -m grader.sandbox setup
+	@$(BIN)/python -m grader.isolation.sandbox setup
 
 # One source: solutions/autograd/ (English). solutions/autograd-zh/ is generated from it and i18n/zh/*.po (an
 # untranslated or fuzzy entry stops the release, saying what to do); nbgrader releases both into notebooks/.
@@ -100,38 +100,38 @@ release: $(STAMP) ## regenerate solutions/autograd-zh/ (from solutions/autograd/
 	@$(BIN)/python -m grader.classroom.release
 
 demo: install ## the main job: autograde the bundled example class with nbgrader, print scores, write feedback
-	@$(BIN)/python -m grader.course demo
+	@$(BIN)/python -m grader.classroom.course demo
 
 autograde: $(STAMP) ## autograde submitted/ with nbgrader (gradebook created if missing), print the scores; FORCE=1 regrade all (make has no --force), STUDENT=erin regrade one (or a,b), ASSIGNMENT=autograd-zh for the Chinese notebooks, JOBS=N DB_URL=postgresql+psycopg://...: N processes
-	@$(BIN)/python -m grader.course autograde --assignment '$(ASSIGNMENT)' $(if $(filter 1 yes true,$(FORCE)),--force) $(if $(STUDENT),--student '$(STUDENT)')
+	@$(BIN)/python -m grader.classroom.course autograde --assignment '$(ASSIGNMENT)' $(if $(filter 1 yes true,$(FORCE)),--force) $(if $(STUDENT),--student '$(STUDENT)')
 
 roster: $(STAMP) ## the class list into the gradebook's student table: CSV=students.csv (nbgrader's, Moodle's or Canvas's columns); make scores then lists every enrolled student
-	@$(BIN)/python -m grader.course roster --csv '$(CSV)'
+	@$(BIN)/python -m grader.classroom.course roster --csv '$(CSV)'
 
 due: $(STAMP) ## the assignment's due date: DUE="2026-12-01 23:59 +08:00" (ASSIGNMENT=autograd; autograd-zh follows it; DUE=none removes it), into deadlines.toml and the gradebook
-	@$(BIN)/python -m grader.course due --assignment '$(ASSIGNMENT)' --due '$(DUE)'
+	@$(BIN)/python -m grader.classroom.course due --assignment '$(ASSIGNMENT)' --due '$(DUE)'
 
 extension: $(STAMP) ## one student's extension: STUDENT=erin EXTENSION="2 days" (EXTENSION=0 removes it); graded work gets its new late penalty at once
-	@$(BIN)/python -m grader.course extension --assignment '$(ASSIGNMENT)' --student '$(STUDENT)' --extension '$(EXTENSION)'
+	@$(BIN)/python -m grader.classroom.course extension --assignment '$(ASSIGNMENT)' --student '$(STUDENT)' --extension '$(EXTENSION)'
 
 export: $(STAMP) ## the grades for the LMS, one row per enrolled student: exports/grades.csv, canvas.csv (Canvas's Gradebook import) and moodle.csv (Moodle's CSV grade import)
-	@$(BIN)/python -m grader.course export
+	@$(BIN)/python -m grader.classroom.course export
 
 POSTGRES_DIR ?= .postgres
 postgres: $(STAMP) ## start a local PostgreSQL gradebook in .postgres/ (for trying JOBS=N) and print its GRADER_DB_URL
-	@$(BIN)/python -m grader.postgres start --dir $(POSTGRES_DIR)
+	@$(BIN)/python -m grader.classroom.postgres start --dir $(POSTGRES_DIR)
 
 postgres-stop: $(STAMP) ## stop the local PostgreSQL of make postgres
-	@$(BIN)/python -m grader.postgres stop --dir $(POSTGRES_DIR)
+	@$(BIN)/python -m grader.classroom.postgres stop --dir $(POSTGRES_DIR)
 
 feedback: $(STAMP) ## write feedback/<student>/autograd/*.html for every autograded submission (a progress line; nbgrader's log: nbgrader.log); ASSIGNMENT=autograd-zh; FORCE=1 writes again the pages written before
-	@$(BIN)/python -m grader.course feedback --assignment '$(ASSIGNMENT)' $(if $(filter 1 yes true,$(FORCE)),--force)
+	@$(BIN)/python -m grader.classroom.course feedback --assignment '$(ASSIGNMENT)' $(if $(filter 1 yes true,$(FORCE)),--force)
 
 report: $(STAMP) ## write reports/class-report.html (+ CSVs): score distributions and the class's most frequent mistakes, every assignment (autograd, autograd-zh), each student's language shown; ASSIGNMENT=autograd-zh: only that one
-	@$(BIN)/python -m grader.report $(if $(filter command line,$(origin ASSIGNMENT)),--assignment '$(ASSIGNMENT)')
+	@$(BIN)/python -m grader.classroom.report $(if $(filter command line,$(origin ASSIGNMENT)),--assignment '$(ASSIGNMENT)')
 
 scores: $(STAMP) ## print scores per student and exercise from the gradebook (gradebook.db, or GRADER_DB_URL)
-	@$(BIN)/python -m grader.course scores
+	@$(BIN)/python -m grader.classroom.course scores
 
 # A shared teaching server (docs/shared-server.md): nbgrader's file-system exchange. PREFIX: the students'
 # read-only environment; EXCHANGE: nbgrader's exchange folder (its default); COURSE: the course folder to make private;
@@ -141,19 +141,19 @@ EXCHANGE ?= /srv/nbgrader/exchange
 COURSE   ?= .
 
 shared-env: $(STAMP) ## as root: the students' read-only environment (grader, nbgrader set to this course and EXCHANGE) in PREFIX=/opt/autograd-course
-	@$(BIN)/python -m grader.shared env --prefix $(PREFIX) --exchange $(EXCHANGE) --python $(PYTHON) $(if $(GROUP),--group $(GROUP))
+	@$(BIN)/python -m grader.classroom.shared env --prefix $(PREFIX) --exchange $(EXCHANGE) --python $(PYTHON) $(if $(GROUP),--group $(GROUP))
 
 shared-server: $(STAMP) ## as the instructor: the course private (root 711, instructor folders 700, gradebook 600) and the exchange EXCHANGE=/srv/nbgrader/exchange created
-	@$(BIN)/python -m grader.shared server --course $(COURSE) --exchange $(EXCHANGE)
+	@$(BIN)/python -m grader.classroom.shared server --course $(COURSE) --exchange $(EXCHANGE)
 
 
 # As root too (--allow-root only then). Serves the course root (nbgrader's extension needs the course inside it) and
 # opens work/$(ASSIGNMENT)/, a working copy made from notebooks/ (only missing notebooks are copied; git ignores it).
 lab: $(STAMP) system-packages ## JupyterLab on your working copy work/autograd/ of the student notebooks (PORT=N, NO_BROWSER=1)
-	@$(BIN)/python -m grader.lab --assignment $(ASSIGNMENT) $(if $(PORT),--port $(PORT)) $(if $(NO_BROWSER),--no-browser)
+	@$(BIN)/python -m grader.classroom.lab --assignment $(ASSIGNMENT) $(if $(PORT),--port $(PORT)) $(if $(NO_BROWSER),--no-browser)
 
 formgrader: $(STAMP) system-packages ## nbgrader's formgrader on the course, in JupyterLab's server (PORT=N, NO_BROWSER=1): manual grading, the gradebook, students' names from make roster
-	@$(BIN)/python -m grader.lab --formgrader $(if $(PORT),--port $(PORT)) $(if $(NO_BROWSER),--no-browser)
+	@$(BIN)/python -m grader.classroom.lab --formgrader $(if $(PORT),--port $(PORT)) $(if $(NO_BROWSER),--no-browser)
 
 # Test files run in TEST_JOBS processes (pytest-xdist, one file per process at a time: a file's module fixtures, such
 # as a graded class or a Dask cluster, are built once). Most tests wait on sandboxes and servers: two processes keep
@@ -167,7 +167,7 @@ test-fast: $(STAMP) ## run the tests that take seconds (skips kernels and nbgrad
 	$(BIN)/python -m pytest -m "not slow"
 
 cluster-certificates: $(STAMP) ## the Dask cluster's TLS CA and certificates, in cluster-tls/ (HOST=grading-host)
-	$(BIN)/python -m grader.cluster certificates $(if $(HOST),--host $(HOST))
+	$(BIN)/python -m grader.isolation.cluster certificates $(if $(HOST),--host $(HOST))
 
 lock: $(STAMP) ## rewrite requirements.lock from the current environment
 	$(BIN)/python -m pip freeze --all --exclude-editable | grep -v '^pip==' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/' \

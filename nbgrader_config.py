@@ -8,8 +8,8 @@ submitted/<student>/<assignment>/*.ipynb  what students hand in; autograded/, fe
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
 # nbgrader 0.9.6 with SQLAlchemy 2 warns three times per student that new gradebook rows are "not in session";
-# they are added right after, nothing is lost (the reason: grader/nbgrader_plugins.py, silence_harmless_warnings).
-from grader.nbgrader_plugins import silence_harmless_warnings  # noqa: E402
+# they are added right after, nothing is lost (the reason: grader/classroom/nbgrader_plugins.py, silence_harmless_warnings).
+from grader.classroom.nbgrader_plugins import silence_harmless_warnings  # noqa: E402
 
 silence_harmless_warnings()
 
@@ -25,7 +25,7 @@ if os.path.isfile(os.path.join(_scripts, "alembic")) and os.environ.get("PATH", 
     os.environ["PATH"] = _scripts + os.pathsep + os.environ.get("PATH", os.defpath)
 # A shared teaching server (docs/shared-server.md): nbgrader's collect, each collected submission left
 # 700/600 to the instructor (nbgrader keeps the exchange's 777, where another student could write into it).
-c.ExchangeFactory.collect = "grader.shared.PrivateCollect"
+c.ExchangeFactory.collect = "grader.classroom.shared.PrivateCollect"
 # nbgrader's release_feedback stopped for the whole class at the first submission copied into submitted/ by hand
 # (no submission_secret.txt); that student is now left out with one line, the others get their feedback.
 c.ExchangeFactory.release_feedback = "grader.classroom.shared.HandInTolerantReleaseFeedback"
@@ -46,8 +46,8 @@ if os.environ.get("GRADER_DB_URL", "").strip():
     c.CourseDirectory.db_url = os.environ["GRADER_DB_URL"].strip()
 # What nbgrader logs about a submission (student ids, notebook and cell names: its log records' arguments) reaches
 # the terminal and the logs with control characters and ANSI escapes written out (\x1b, \n), and the gradebook's
-# password as *** (grader/untrusted.py). grader.course passes the gradebook here, never on a command line.
-from grader.untrusted import escape_log_arguments  # noqa: E402
+# password as *** (grader/classroom/untrusted.py). grader.classroom.course passes the gradebook here, never on a command line.
+from grader.classroom.untrusted import escape_log_arguments  # noqa: E402
 
 escape_log_arguments(secrets=[os.environ.get("GRADER_DB_URL", "").strip()])
 c.CourseDirectory.source_directory = "solutions"
@@ -59,13 +59,13 @@ c.CourseDirectory.feedback_directory = "feedback"
 # students. (nbgrader's default list, plus README.md.)
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "README.md"]
 
-# Stubs that name the exercise and the function to write (grader/nbgrader_plugins.py).
+# Stubs that name the exercise and the function to write (grader/classroom/nbgrader_plugins.py).
 # nbgrader 0.9.6's default list, with ClearSolutions replaced.
 c.GenerateAssignment.preprocessors = [
     "nbgrader.preprocessors.IncludeHeaderFooter",
     "nbgrader.preprocessors.InstantiateTests",
     "nbgrader.preprocessors.LockCells",
-    "grader.nbgrader_plugins.NamedStubs",
+    "grader.classroom.nbgrader_plugins.NamedStubs",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.CheckCellMetadata",
     "nbgrader.preprocessors.ComputeChecksums",
@@ -77,30 +77,30 @@ c.GenerateAssignment.preprocessors = [
 ]
 c.GenerateAssignment.create_assignment = True
 
-# Trusted autograding (grader.nbgrader_plugins.TrustedExecute replaces nbgrader's Execute): student code
+# Trusted autograding (grader.classroom.nbgrader_plugins.TrustedExecute replaces nbgrader's Execute): student code
 # runs under bubblewrap, test cells are judged outside it. The rest of nbgrader's pipeline is unchanged.
 # (CheckCellMetadata: nbgrader's, with its schema compiled once instead of once per cell.)
 c.Autograde.autograde_preprocessors = [
-    "grader.nbgrader_plugins.TrustedExecute",
+    "grader.classroom.nbgrader_plugins.TrustedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "grader.nbgrader_plugins.SaveAutoGradesAtOnce",  # nbgrader's rows, written in one transaction
+    "grader.classroom.nbgrader_plugins.SaveAutoGradesAtOnce",  # nbgrader's rows, written in one transaction
     "grader.classroom.plugins.late.CourseLatePenalties",  # deadlines.toml: due dates, extensions, the late policy
-    "grader.nbgrader_plugins.CheckCellMetadata",
+    "grader.classroom.nbgrader_plugins.CheckCellMetadata",
 ]
 # Renamed or deleted test cells: the submission is still graded, with the instructor's test cells put back.
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "grader.nbgrader_plugins.ForgetUnknownCells",
-    "grader.nbgrader_plugins.OverwriteReleasedCells",  # nbgrader's, without the false alarm on hidden tests' checksums
-    "grader.nbgrader_plugins.CheckCellMetadata",
+    "grader.classroom.nbgrader_plugins.ForgetUnknownCells",
+    "grader.classroom.nbgrader_plugins.OverwriteReleasedCells",  # nbgrader's, without the false alarm on hidden tests' checksums
+    "grader.classroom.nbgrader_plugins.CheckCellMetadata",
 ]
 # A submission that is not a readable notebook is graded 0 with the reason (the rest of the class as usual), and
 # the pool of sandboxed workers starts before nbgrader records anything: if it cannot, autograde stops (exit 1).
-c.Autograde.exporter_class = "grader.nbgrader_plugins.SubmissionExporter"
+c.Autograde.exporter_class = "grader.classroom.nbgrader_plugins.SubmissionExporter"
 # nbconvert's own option: the notebook is validated once, after the last preprocessor, instead of after each one
 # (about a tenth of nbgrader's time per notebook); a preprocessor that breaks a notebook still fails it.
 c.SubmissionExporter.optimistic_validation = True
@@ -113,13 +113,13 @@ c.TrustedExecute.allow_unsandboxed = False  # set True only where bubblewrap can
 # Feedback shows each check's name, outcome and diagnosis, never the code of hidden tests (nbgrader #917).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "grader.nbgrader_plugins.HideHiddenTests",
+    "grader.classroom.nbgrader_plugins.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "grader.nbgrader_plugins.WrapLongLines",  # long diagnosis lines wrap: no sideways scrolling
+    "grader.classroom.nbgrader_plugins.WrapLongLines",  # long diagnosis lines wrap: no sideways scrolling
 ]
 
 
-# No student markup is live in a page (grader/untrusted.py): markdown cells, and nbgrader's comments, rendered by
+# No student markup is live in a page (grader/classroom/untrusted.py): markdown cells, and nbgrader's comments, rendered by
 # nbconvert then cleaned by nh3 (no script, no on* attribute, no javascript: URL; headings, tables, code, math,
 # links and images stay), in every HTMLExporter nbgrader builds: `nbgrader generate_feedback` and formgrader's
 # view of a submission (both use nbgrader's templates, which call this filter and not nbconvert's clean_html).
@@ -134,7 +134,7 @@ c.HTMLExporter.extra_template_basedirs = [
     os.path.join(os.path.dirname(os.path.realpath(__file__)), "grader", "classroom", "templates"),
     os.path.join(os.path.dirname(_nbgrader.__file__), "server_extensions", "formgrader", "templates"),
 ]
-c.HTMLExporter.filters = {"markdown2html": "grader.untrusted.SanitizedMarkdown", "clean_html": "grader.untrusted.clean_html"}
+c.HTMLExporter.filters = {"markdown2html": "grader.classroom.untrusted.SanitizedMarkdown", "clean_html": "grader.classroom.untrusted.clean_html"}
 c.HTMLExporter.sanitize_html = True
 # A heading's "¶" anchor links to its id, which the cleaning removes (an id of a submission's can clobber the page's).
 c.HTMLExporter.exclude_anchor_links = True

@@ -8,7 +8,7 @@
    correct alternatives of examples/alternatives), students with typical mistakes (examples/mistakes, plus a
    few made-up ones for notebook 1, which the catalogue does not cover), blank students and a few adversarial
    ones (see ADVERSARIAL; --infinite-loop adds one that never ends).
-2. Times `make autograde` (python -m grader.course autograde) on each class: on 1 sandboxed worker, on all
+2. Times `make autograde` (python -m grader.classroom.course autograde) on each class: on 1 sandboxed worker, on all
    cores, with JOBS=2 on a PostgreSQL gradebook (grader.classroom.postgres starts one), and through a loopback Dask
    cluster (when grader.isolation.cluster exists); and stock nbgrader (nbgrader's default preprocessors, i.e.
    nbgrader.preprocessors.Execute) on the 1-student class and on a sample of the largest class: stock's
@@ -751,7 +751,7 @@ def main(argv: list[str] | None = None) -> int:
         base = make_base(workdir)
         say(f"    generated the assignment in {time.monotonic() - t0:.1f} s")
 
-        say("\n2/3 make autograde (python -m grader.course autograde) on each class, each setup")
+        say("\n2/3 make autograde (python -m grader.classroom.course autograde) on each class, each setup")
         runs: dict[tuple[str, int], Run] = {}
         scores: dict[tuple[str, int], dict] = {}
         roots: dict[tuple[str, int], Path] = {}
@@ -761,7 +761,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 root = workdir / f"{setup.key}-{n}"
                 make_course(base, root, classes[n])
-                command = [sys.executable, "-m", "grader.course", "autograde", "--root", str(root)]
+                command = [sys.executable, "-m", "grader.classroom.course", "autograde", "--root", str(root)]
                 env = dict(setup.env)
                 db_url = f"sqlite:///{root / 'gradebook.db'}"
                 if setup.key == "one":

@@ -221,7 +221,7 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
 
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory) -> tuple[Path, int, str]:
-    """`make demo` after the install: `python -m grader.course demo` in ``<folder>/course``, run once for every file
+    """`make demo` after the install: `python -m grader.classroom.course demo` in ``<folder>/course``, run once for every file
     that reads it (test_course, test_readme, test_cluster, test_gradebook_postgres): (folder, exit code, output as a
     CI log would hold it). The course folder is the demo class graded by one nbgrader process at a time on a SQLite
     gradebook: its English students' autograd and its Chinese-speaking students' autograd-zh (students.toml's
@@ -231,7 +231,7 @@ def demo_run(tmp_path_factory) -> tuple[Path, int, str]:
     import sys
 
     def build(folder: Path) -> None:
-        done = subprocess.run([sys.executable, "-m", "grader.course", "demo", "--dir", str(folder / "course")],
+        done = subprocess.run([sys.executable, "-m", "grader.classroom.course", "demo", "--dir", str(folder / "course")],
                               cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, timeout=900)
         (folder / "run.json").write_text(json.dumps({"returncode": done.returncode, "stdout": done.stdout}))

@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, "tests")
 import nbformat
 from test_grading_day import _course, _env
-from grader import course
+from grader.classroom import course
 
 REPO = course.REPO
 folder = Path(tempfile.mkdtemp(prefix="grading-day-")); os.chmod(folder, 0o755)

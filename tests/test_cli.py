@@ -13,7 +13,7 @@ import pytest
 from conftest import EXAMPLES, RELEASE, REPO, SOLUTIONS, nbgrader_meta
 from grader.classroom.course import build_submission, mistake_source
 
-GRADER = [sys.executable, "-m", "grader.cli"]
+GRADER = [sys.executable, "-m", "grader.classroom.cli"]
 
 
 def grade(*args: str) -> subprocess.CompletedProcess:

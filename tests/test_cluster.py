@@ -11,7 +11,7 @@ grading process starts on it) grade through `nbgrader autograde` with `GRADER_SC
 - a worker running another grader package, or a scheduler nobody listens at: one clear line, exit 1, nothing
   recorded.
 
-The cluster is authenticated (issue 19): mutual TLS with certificates the course makes (`python -m grader.cluster
+The cluster is authenticated (issue 19): mutual TLS with certificates the course makes (`python -m grader.isolation.cluster
 certificates`); a worker without them, or with another CA's, never joins; a certified worker's answer is plain
 data, so a pickle in it runs nothing in the grading process; the grading process checks each worker's grader
 package with a challenge the worker cannot answer without the same sources, even when it forges its fingerprint.
@@ -348,7 +348,7 @@ def test_the_demo_class_by_three_processes_on_dask_into_postgresql_gets_the_loca
     one PostgreSQL gradebook (issue 10, parts 1 and 2, together). Every student x notebook x cell gets the score, the
     comment and the verdict that one process on the local pool wrote to SQLite (conftest's demo_run), each notebook is
     graded once, and the score table, the class report, feedback and `nbgrader export` read the PostgreSQL gradebook."""
-    demo, code, single = demo_run  # the demo class graded by the local pool (`python -m grader.course demo`, shared)
+    demo, code, single = demo_run  # the demo class graded by the local pool (`python -m grader.classroom.course demo`, shared)
     assert code == 0, single[-3000:]
     one, many = workdir / "demo-local", workdir / "demo-dask-postgres"
     shutil.copytree(demo / "course", one, symlinks=True)  # (a copy: the report below writes into the course)
@@ -359,7 +359,7 @@ def test_the_demo_class_by_three_processes_on_dask_into_postgresql_gets_the_loca
 
     env = {**pg_env(GRADER_DB_URL=postgres_url), cluster.ENV: loopback.address, cluster.TLS_ENV: str(loopback.tls)}
     started = time.monotonic()
-    shared = pg_run([sys.executable, "-m", "grader.course", "autograde", "--root", str(many), "--jobs", str(JOBS)], env)
+    shared = pg_run([sys.executable, "-m", "grader.classroom.course", "autograde", "--root", str(many), "--jobs", str(JOBS)], env)
     print(f"demo class, {total} notebooks: {JOBS} processes on loopback Dask, PostgreSQL, "
           f"{time.monotonic() - started:.1f} s")
     assert f"{JOBS} nbgrader processes record them" in shared and "given the assignment" in shared, shared
@@ -391,10 +391,10 @@ def test_the_demo_class_by_three_processes_on_dask_into_postgresql_gets_the_loca
     table = [line for line in shared.splitlines() if line.split(" ", 1)[0] in students]
     assert table == [line for line in single.splitlines() if line.split(" ", 1)[0] in students]
     assert len(table) == len(students)
-    scores = pg_run([sys.executable, "-m", "grader.course", "scores", "--root", str(many)], env)
+    scores = pg_run([sys.executable, "-m", "grader.classroom.course", "scores", "--root", str(many)], env)
     assert [line for line in scores.splitlines() if line.split(" ", 1)[0] in students] == table
-    pg_run([sys.executable, "-m", "grader.report", "--root", str(many), "--assignment", course.ASSIGNMENT], env)
-    pg_run([sys.executable, "-m", "grader.report", "--root", str(one), "--assignment", course.ASSIGNMENT], pg_env())
+    pg_run([sys.executable, "-m", "grader.classroom.report", "--root", str(many), "--assignment", course.ASSIGNMENT], env)
+    pg_run([sys.executable, "-m", "grader.classroom.report", "--root", str(one), "--assignment", course.ASSIGNMENT], pg_env())
     assert (many / "reports" / "scores.csv").read_text() == (one / "reports" / "scores.csv").read_text()
     assert (many / "reports" / "diagnoses.csv").read_text() == (one / "reports" / "diagnoses.csv").read_text()
     pg_run(course.nbgrader_command("generate_feedback", course.ASSIGNMENT, f"--CourseDirectory.root={many}",
@@ -419,7 +419,7 @@ def test_a_worker_killed_in_the_middle_of_a_class_costs_no_student_anything(loop
     doomed = loopback.add_worker("w3")
     terminal = workdir / "demo-killed.out"
     with open(terminal, "w") as out:
-        nbgrader = subprocess.Popen([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)],
+        nbgrader = subprocess.Popen([sys.executable, "-m", "grader.classroom.course", "autograde", "--root", str(root)],
                                     cwd=course.REPO, env=_on(loopback.address), stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     killed_while: list[str] = []
@@ -487,7 +487,7 @@ def test_a_scheduler_lost_in_the_middle_of_a_class_stops_grading_and_charges_nob
         own.add_worker("w1")
         env = {**_on(own.address), "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "3s"}
         with open(folder / "autograde.out", "w") as out:
-            autograde = subprocess.Popen([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)],
+            autograde = subprocess.Popen([sys.executable, "-m", "grader.classroom.course", "autograde", "--root", str(root)],
                                         cwd=course.REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True)
         try:
@@ -559,7 +559,7 @@ def _other_grader(copy: Path, forge: bool) -> None:
     with open(copy / "grader" / "checks.py", "a") as f:
         f.write("\n# one more line: another version of the grader\n")
     if forge:
-        with open(copy / "grader" / "isolation" / "cluster.py", "a") as f:  # the real module (grader/cluster.py only names it)
+        with open(copy / "grader" / "isolation" / "cluster.py", "a") as f:  # the real module (grader/isolation/cluster.py only names it)
             f.write(FORGE.format(fingerprint=sandbox.package_fingerprint()))
 
 
@@ -575,7 +575,7 @@ def test_a_worker_running_another_grader_package_stops_grading_before_anything_i
         _other_grader(copy, forge)
         address = loopback.add_worker("w-other", env={"PYTHONPATH": str(copy)})
         _demo_course(root, template)
-        done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)],
+        done = subprocess.run([sys.executable, "-m", "grader.classroom.course", "autograde", "--root", str(root)],
                               cwd=course.REPO, env=_on(loopback.address), capture_output=True, text=True,
                               stdin=subprocess.DEVNULL, timeout=600)
     finally:
@@ -656,7 +656,7 @@ def test_a_certified_workers_pickled_answer_runs_nothing_here_and_only_that_note
     copy, marker = tmp_path / "hostile", tmp_path / "markers"
     marker.mkdir()
     shutil.copytree(course.REPO / "grader", copy / "grader", ignore=shutil.ignore_patterns("__pycache__"))
-    with open(copy / "grader" / "isolation" / "cluster.py", "a") as f:  # the real module (grader/cluster.py only names it)
+    with open(copy / "grader" / "isolation" / "cluster.py", "a") as f:  # the real module (grader/isolation/cluster.py only names it)
         f.write(HOSTILE.format(original=str(course.REPO / "grader"), marker=marker))
     folder = Path(tempfile.mkdtemp(prefix="dask-hostile-"))
     own = Loopback(folder)
@@ -685,7 +685,7 @@ def test_an_unreachable_scheduler_is_one_clear_line_and_nothing_is_recorded(work
     address = f"tls://127.0.0.1:{_closed_port()}"
     env = {**_on(address), cluster.TLS_ENV: str(cluster.make_certificates(workdir / "unreachable-tls")),
            "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "3s"}
-    done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)], cwd=course.REPO,
+    done = subprocess.run([sys.executable, "-m", "grader.classroom.course", "autograde", "--root", str(root)], cwd=course.REPO,
                           env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
     out = done.stdout + done.stderr
     assert done.returncode != 0, out
@@ -955,20 +955,20 @@ def test_a_failed_tasks_unreadable_exception_fails_that_notebook():
 
 def test_a_scheduler_without_tls_is_refused_saying_what_to_do(certificates):
     with pytest.raises(sandbox.SetupError, match=r"refusing to grade on the Dask scheduler at tcp://127.0.0.1:8786.*"
-                                                 r"not a tls:// address.*python -m grader.cluster certificates"):
+                                                 r"not a tls:// address.*python -m grader.isolation.cluster certificates"):
         cluster.DaskPool(hide=[], scheduler="tcp://127.0.0.1:8786", certificates=certificates)
 
 
 def test_without_the_courses_certificates_grading_says_how_to_make_them(tmp_path):
     with pytest.raises(sandbox.SetupError, match=r"cluster certificates are missing .*client.pem.*"
-                                                 r"python -m grader.cluster certificates"):
+                                                 r"python -m grader.isolation.cluster certificates"):
         cluster.DaskPool(hide=[], scheduler="tls://127.0.0.1:8786", certificates=tmp_path / "none")
 
 
 def test_the_certificates_are_private_files_signed_by_the_courses_ca(tmp_path):
     from cryptography import x509
 
-    done = subprocess.run([sys.executable, "-m", "grader.cluster", "certificates", "--folder", str(tmp_path / "tls"),
+    done = subprocess.run([sys.executable, "-m", "grader.isolation.cluster", "certificates", "--folder", str(tmp_path / "tls"),
                            "--host", "grading-host"], cwd=course.REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "tls://grading-host:8786" in done.stdout and "--tls-cert" in done.stdout
@@ -979,6 +979,6 @@ def test_the_certificates_are_private_files_signed_by_the_courses_ca(tmp_path):
     ca = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
     for role in cluster.ROLES:
         x509.load_pem_x509_certificate((folder / f"{role}.pem").read_bytes()).verify_directly_issued_by(ca)
-    again = subprocess.run([sys.executable, "-m", "grader.cluster", "certificates", "--folder", str(folder)],
+    again = subprocess.run([sys.executable, "-m", "grader.isolation.cluster", "certificates", "--folder", str(folder)],
                            cwd=course.REPO, capture_output=True, text=True, timeout=60)
     assert again.returncode == 1 and "--force" in again.stderr, "an existing CA must not be replaced silently"

@@ -94,7 +94,7 @@ def test_the_demo_class_has_chinese_students_a_perfect_one_and_one_with_mistakes
     assert set(course.class_languages(EXAMPLES / "students.toml").values()) == {"en", "zh"}
 
 
-# demo_run: the fixture of conftest.py (`python -m grader.course demo`, run once for every file that reads it)
+# demo_run: the fixture of conftest.py (`python -m grader.classroom.course demo`, run once for every file that reads it)
 
 
 @pytest.mark.slow
@@ -307,16 +307,16 @@ def test_what_students_are_shown_holds_no_absolute_path_of_the_instructor(demo_r
 
 @pytest.mark.slow
 def test_make_feedback_prints_a_progress_line_not_nbgraders_log(demo_run, tmp_path):
-    """Issue 21: `make feedback` (python -m grader.course feedback) writes every page and says so in a few lines;
+    """Issue 21: `make feedback` (python -m grader.classroom.course feedback) writes every page and says so in a few lines;
     nbgrader's own lines (about ten per student) go to nbgrader.log."""
     demo, returncode, out = demo_run
     assert returncode == 0, out[-4000:]
     root = tmp_path / "course"  # a copy: the demo's course is shared with other tests, read meanwhile
     shutil.copytree(demo / "course", root, symlinks=True)
     recipe = subprocess.run(["make", "-n", "feedback"], cwd=course.REPO, capture_output=True, text=True).stdout
-    assert "grader.course feedback" in recipe and "generate_feedback" not in recipe, recipe
+    assert "grader.classroom.course feedback" in recipe and "generate_feedback" not in recipe, recipe
     shutil.rmtree(root / "feedback")  # (as before the first `make feedback`)
-    done = subprocess.run([sys.executable, "-m", "grader.course", "feedback", "--root", str(root)], cwd=course.REPO,
+    done = subprocess.run([sys.executable, "-m", "grader.classroom.course", "feedback", "--root", str(root)], cwd=course.REPO,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
     said = done.stdout + done.stderr
     assert done.returncode == 0, said
@@ -387,7 +387,7 @@ def test_autograde_from_a_fresh_clone_just_works(public_tmp):
     stray.mkdir(parents=True)
     nbformat.write(_foreign_notebook(), str(stray / "homework3.ipynb"))
 
-    done = subprocess.run([sys.executable, "-m", "grader.course", "autograde"], cwd=clone, stdin=subprocess.DEVNULL,
+    done = subprocess.run([sys.executable, "-m", "grader.classroom.course", "autograde"], cwd=clone, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900,
                           env={**os.environ, "PYTHONPATH": ""})
     out = done.stdout

@@ -275,7 +275,7 @@ def test_grader_grade_gives_a_chinese_notebook_the_english_scores_with_chinese_d
     en, zh = _submissions(tmp_path, chinese_solutions, answers)
     graded = {}
     for language, folder, tests in (("en", en, SOLUTIONS), ("zh", zh, chinese_solutions)):
-        run = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(folder / "03_double_backward.ipynb"),
+        run = subprocess.run([sys.executable, "-m", "grader.classroom.cli", "grade", str(folder / "03_double_backward.ipynb"),
                               "--tests", str(tests / "03_double_backward.ipynb"), "--json"],
                              capture_output=True, text=True, timeout=600, cwd=REPO)
         assert run.returncode == 0, run.stderr

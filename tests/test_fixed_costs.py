@@ -342,7 +342,7 @@ def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp
             warm = _warm_seconds(pool, root, "ada")
             slowdown, others = _slowdown(), _others_share()
             started = time.monotonic()
-            done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root), "--force"],
+            done = subprocess.run([sys.executable, "-m", "grader.classroom.course", "autograde", "--root", str(root), "--force"],
                                   cwd=course.REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, timeout=300)
             cold = time.monotonic() - started

@@ -52,7 +52,7 @@ def test_several_processes_on_a_sqlite_gradebook_are_refused_in_one_line(tmp_pat
         course.main(["autograde", "--root", str(tmp_path), "--jobs", "2"])
     message = str(stop.value.code)
     assert "\n" not in message and "SQLite" in message and "GRADER_DB_URL" in message, message
-    assert "postgresql+psycopg://" in message and "grader.postgres start" in message and "JOBS=1" in message
+    assert "postgresql+psycopg://" in message and "grader.classroom.postgres start" in message and "JOBS=1" in message
     assert not (tmp_path / "gradebook.db").exists() and not (tmp_path / course.LOG_NAME).exists(), \
         "nothing was started"
 

@@ -31,7 +31,7 @@ def _course(folder: Path, students: dict[str, str]) -> Path:
     """A course folder: solutions/ and make's inputs linked, submitted/<student>/<folder>/ built from the release."""
     folder.mkdir(parents=True)
     os.chmod(folder, 0o755)
-    # grader/ too, as in a clone: `python -m grader.course` run there imports this checkout's grader, not the one the
+    # grader/ too, as in a clone: `python -m grader.classroom.course` run there imports this checkout's grader, not the one the
     # venv was installed from (a git worktree sharing another checkout's .venv would test that checkout's code)
     for name in ("solutions", ".venv", "grader", "requirements.lock", "pyproject.toml"):
         os.symlink(REPO / name, folder / name)
@@ -153,7 +153,7 @@ def test_left_out_folders_files_and_cells_are_said_counted_and_force_and_assignm
 def test_grader_grade_refuses_a_renamed_course_notebook(tmp_path):
     renamed = tmp_path / "03_double_backward (1).ipynb"
     shutil.copy(RELEASE / "03_double_backward.ipynb", renamed)
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(renamed)], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "grader.classroom.cli", "grade", str(renamed)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     said = done.stderr.strip().splitlines()

@@ -5,7 +5,7 @@ What a student or an instructor would notice: the server starts (JupyterLab refu
 lists the working copy work/autograd/ (made from notebooks/autograd/, which only `make release` writes), nbgrader's
 extensions see the course (formgrader said "The course directory root is not a subdirectory of the notebook server
 root"; Validate answers), opening and saving a notebook and Validate leave every committed notebook as it was (and
-`python -m grader.notebooks check` passes), and JupyterLab asks nothing about news.
+`python -m grader.classroom.notebooks check` passes), and JupyterLab asks nothing about news.
 """
 
 from __future__ import annotations
@@ -202,13 +202,13 @@ def test_make_formgrader_opens_formgrader_on_the_course():
     assert "--LabApp.default_url=/lab/tree/work/autograd" in lab.command(Path("/course"))
     made = subprocess.run(["make", "-n", "-f", str(REPO / "Makefile"), "formgrader", "PORT=9", "NO_BROWSER=1"],
                           cwd=REPO, capture_output=True, text=True)
-    assert "-m grader.lab --formgrader --port 9 --no-browser" in made.stdout, made.stdout + made.stderr
+    assert "-m grader.classroom.lab --formgrader --port 9 --no-browser" in made.stdout, made.stdout + made.stderr
 
 
 def test_open_save_and_validate_in_the_lab_change_no_committed_notebook(root_lab):
     """What the lab's Validate button does: save the notebook through the contents API, then ask nbgrader's
     validate handler. The working copy is saved unchanged (ids and canonical JSON); notebooks/ and solutions/ stay
-    as committed and `python -m grader.notebooks check` passes."""
+    as committed and `python -m grader.classroom.notebooks check` passes."""
     server, before = root_lab
     path = "work/autograd/01_autograd_basics.ipynb"
     on_disk = (server.course / path).read_bytes()
@@ -220,7 +220,7 @@ def test_open_save_and_validate_in_the_lab_change_no_committed_notebook(root_lab
     failed = json.dumps(result["value"])
     assert "not implemented yet" in failed, f"Validate of an untouched notebook lists no stub: {failed[:2000]}"
     assert snapshot(server.course) == before, "a committed notebook changed while the lab ran"
-    check = subprocess.run([sys.executable, "-m", "grader.notebooks", "check"], cwd=server.course,
+    check = subprocess.run([sys.executable, "-m", "grader.classroom.notebooks", "check"], cwd=server.course,
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
 
@@ -245,7 +245,7 @@ def test_make_lab_works_as_an_ordinary_user():
     granted: list[Path] = []
     try:
         # The user may pass through (search, not list) the folders on the way to this environment's Python, as
-        # `make install` lets the sandbox user (grader/sandbox.py); undone below.
+        # `make install` lets the sandbox user (grader/isolation/sandbox.py); undone below.
         for target in (Path(os.path.realpath(REPO / ".venv/bin/python")), REPO / ".venv"):
             for folder in reversed(target.parents):
                 searchable = subprocess.run(["runuser", "-u", user, "--", "test", "-x", str(folder)])

@@ -137,7 +137,7 @@ def test_late_work_from_the_due_date_to_the_lms(scratch):  # noqa: F811 (the fix
     assert (plain["cat"]["language"], plain["ada"]["language"]) == ("zh", "en")
     assert "late by 1561 min: -11.4" in moodle["ben"]["Autograd custom Functions (feedback)"]
 
-    subprocess.run([str(root / ".venv" / "bin" / "python"), "-m", "grader.report", "--root", str(root),
+    subprocess.run([str(root / ".venv" / "bin" / "python"), "-m", "grader.classroom.report", "--root", str(root),
                     "--out", str(root / "reports")], check=True, capture_output=True)
     report = _rows(root / "reports" / "scores.csv")
     assert (report["ben"]["total"], report["ben"]["minutes_late"], report["ben"]["late_penalty"]) == ("45.6", "1561", "11.4")

@@ -3,7 +3,7 @@
 A temporary course gets a copy of ``grader/`` whose only change is ONE entry in ``grader/spec/exercises.py`` (a custom
 Function ``Tanh``), one solution notebook (nbgrader markers, test cells calling ``checks.<check>("tanh", ...)``), and
 a class of four: the solution, two catalogued-style mistakes (``# expect:`` headers, as in examples/mistakes/) and a
-stub. ``python -m grader.course demo`` autogrades it with nbgrader, the copy first on PYTHONPATH (so nbgrader, the
+stub. ``python -m grader.classroom.course demo`` autogrades it with nbgrader, the copy first on PYTHONPATH (so nbgrader, the
 trusted judge and, mounted by the sandbox, the student's side all run the copy). The solution gets full marks, each
 mistake loses exactly the points of the checks its header names and is diagnosed by name in its results and
 feedback, and the stub gets 0.
@@ -191,7 +191,7 @@ def graded():
                 os.chmod(os.path.join(folder, name), 0o644)
         env = {k: v for k, v in os.environ.items() if k not in ("GRADER_DB_URL", "GRADER_JOBS", "MAKEFLAGS")}
         env["PYTHONPATH"] = str(base)  # the copy first: nbgrader, its plugins, the judge and the sandbox's package
-        done = subprocess.run([sys.executable, "-m", "grader.course", "demo", "--dir", str(base / "course")], cwd=base,
+        done = subprocess.run([sys.executable, "-m", "grader.classroom.course", "demo", "--dir", str(base / "course")], cwd=base,
                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, timeout=900)
         probe = subprocess.run([sys.executable, "-c", "from grader.isolation import sandbox; "

@@ -1,6 +1,6 @@
 """How the pool of sandboxed workers starts beside nbgrader (issue 10, fixed costs).
 
-`python -m grader.nbgrader_job` starts the pool while nbgrader's own process starts on the same cores. Starting
+`python -m grader.classroom.nbgrader_job` starts the pool while nbgrader's own process starts on the same cores. Starting
 every worker at once made the first notebook wait for workers that shared a core with nbgrader's start-up; now
 ``at_once`` workers start first, grading begins as soon as they are ready, and the others join when ready.
 These tests hold the pool to that, and to what must not change: no worker is lost or leaked, whatever happens.

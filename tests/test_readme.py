@@ -7,7 +7,7 @@
 
 That every `make X` they name is a target of the Makefile, and every link leads somewhere: tests/test_docs.py.
 
-The demo is run once for the session (conftest.py's fixture `demo_run`: `python -m grader.course demo` in a temporary
+The demo is run once for the session (conftest.py's fixture `demo_run`: `python -m grader.classroom.course demo` in a temporary
 folder).
 """
 

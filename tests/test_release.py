@@ -178,9 +178,9 @@ def test_autograde_and_feedback_and_report_take_the_chinese_assignment(tmp_path)
 
     from grader.classroom import course
 
-    for target, command in (("autograde", "grader.course autograde --assignment 'autograd-zh'"),
-                            ("feedback", "grader.course feedback --assignment 'autograd-zh'"),
-                            ("report", "grader.report --assignment 'autograd-zh'")):
+    for target, command in (("autograde", "grader.classroom.course autograde --assignment 'autograd-zh'"),
+                            ("feedback", "grader.classroom.course feedback --assignment 'autograd-zh'"),
+                            ("report", "grader.classroom.report --assignment 'autograd-zh'")):
         dry = subprocess.run(["make", "-n", "-W", ".venv/.installed", target, "ASSIGNMENT=autograd-zh"], cwd=REPO,
                              capture_output=True, text=True)
         assert command in dry.stdout, (target, dry.stdout, dry.stderr)

@@ -285,7 +285,7 @@ def test_a_shared_server_round_trip_with_three_student_accounts(accounts, shared
         assert {m for name, (m, _) in modes.items() if (root / "submitted" / name).is_dir()} == {0o700}, modes
         assert {m for name, (m, _) in modes.items() if (root / "submitted" / name).is_file()} == {0o600}, modes
         assert {uid for _, uid in modes.values()} == {0}, modes
-    _instructor([str(VENV_BIN / "python"), "-m", "grader.course", "autograde"], root, timeout=900)
+    _instructor([str(VENV_BIN / "python"), "-m", "grader.classroom.course", "autograde"], root, timeout=900)
     scores = course.gradebook_scores(f"sqlite:///{root / 'gradebook.db'}")
     assert {kind: scores[user]["linear"] for kind, user in students.items()} == \
         {"correct": (6, 6), "wrong": (1, 6), "stub": (0, 6)}, scores
@@ -302,7 +302,7 @@ def test_a_shared_server_round_trip_with_three_student_accounts(accounts, shared
     assert nbgraders_default.exists() == existed, "an instructor's command used nbgrader's own exchange (issue 30)"
 
     # the class's grades and diagnoses, written after make shared-server (issue 30: they were 755/644 then)
-    _instructor([str(VENV_BIN / "python"), "-m", "grader.report", "--root", str(root)], root, timeout=600)
+    _instructor([str(VENV_BIN / "python"), "-m", "grader.classroom.report", "--root", str(root)], root, timeout=600)
     _instructor([nbgrader, "export"], root)
     assert "linear" in (root / "grades.csv").read_text() or (root / "grades.csv").stat().st_size > 0
 

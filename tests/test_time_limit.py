@@ -25,7 +25,7 @@ NOTEBOOK = REPO / "solutions" / "autograd" / "02_custom_function.ipynb"
 NBGRADER_TIMEOUT = """
 import json, sys
 from traitlets.config.loader import PyFileConfigLoader
-from grader.nbgrader_plugins import TrustedExecute
+from grader.classroom.nbgrader_plugins import TrustedExecute
 config = PyFileConfigLoader("nbgrader_config.py", path=sys.argv[1]).load_config()
 print(json.dumps(TrustedExecute(config=config).timeout))
 """

@@ -242,7 +242,7 @@ def test_unreadable_submissions_score_0_with_the_reason_and_the_rest_of_the_clas
     # apart from the mistakes (issue 21).
     import csv
 
-    done = subprocess.run([sys.executable, "-m", "grader.report", "--root", str(root)], cwd=course.REPO,
+    done = subprocess.run([sys.executable, "-m", "grader.classroom.report", "--root", str(root)], cwd=course.REPO,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [r for r in csv.DictReader(open(root / "reports" / "diagnoses.csv", encoding="utf-8"))

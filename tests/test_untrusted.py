@@ -139,7 +139,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def hostile_class(tmp_path_factory):
-    """A course autograded by `python -m grader.course autograde`: mallory's first notebook ends with the markdown
+    """A course autograded by `python -m grader.classroom.course autograde`: mallory's first notebook ends with the markdown
     payload, and a student whose id holds an ANSI escape and a newline; (root, terminal output)."""
     if not AVAILABLE:
         pytest.skip(f"sandbox unavailable: {WHY}")
@@ -155,7 +155,7 @@ def hostile_class(tmp_path_factory):
         target.mkdir(parents=True)
         shutil.copy(built / f"{NOTEBOOK}.ipynb", target)
     _add_markdown(root / "submitted" / "mallory" / course.ASSIGNMENT / f"{NOTEBOOK}.ipynb", PAYLOAD)
-    done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "grader.classroom.course", "autograde", "--root", str(root)], cwd=REPO,
                           env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-3000:]
     return root, done.stdout + done.stderr
@@ -291,7 +291,7 @@ def test_a_student_id_with_escapes_is_written_out_in_the_terminal_and_the_log(ho
     shutil.copy(root / "submitted" / "mallory" / course.ASSIGNMENT / f"{NOTEBOOK}.ipynb",
                 root / "submitted" / NEWLINE_ID / course.ASSIGNMENT)
     try:
-        done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)], cwd=REPO,
+        done = subprocess.run([sys.executable, "-m", "grader.classroom.course", "autograde", "--root", str(root)], cwd=REPO,
                               env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
     finally:
         shutil.rmtree(root / "submitted" / NEWLINE_ID)
@@ -346,7 +346,7 @@ def test_the_gradebook_password_is_on_no_command_line_log_or_message(postgres_ur
     watcher = threading.Thread(target=_watch_command_lines, args=(password, seen, stop), daemon=True)
     watcher.start()
     try:
-        done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root), "--jobs", "2"],
+        done = subprocess.run([sys.executable, "-m", "grader.classroom.course", "autograde", "--root", str(root), "--jobs", "2"],
                               cwd=REPO, env=_env(GRADER_DB_URL=db_url), stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=900)
     finally:
@@ -366,7 +366,7 @@ def test_the_gradebook_password_is_on_no_command_line_log_or_message(postgres_ur
 
     # an unreachable gradebook: the message names it without the password
     wrong = _with_password(postgres_url.replace("/gradebook?", "/no_such_database?"), password)
-    done = subprocess.run([sys.executable, "-m", "grader.course", "autograde", "--root", str(root)],
+    done = subprocess.run([sys.executable, "-m", "grader.classroom.course", "autograde", "--root", str(root)],
                           cwd=REPO, env=_env(GRADER_DB_URL=wrong), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=300)
     said = done.stdout + done.stderr

@@ -6,7 +6,7 @@ change that must not change verdicts (issue 22: the grader reshaped into layers)
     .venv/bin/python tests/verdicts_snapshot.py --compare A.json B.json   print what differs (exit status 1 if any)
 
 from the repository root, as root (the sandbox's bubblewrap pool grades, as in a real class). Nothing in the
-repository is written: the demo class is built and autograded by `python -m grader.course demo --dir <temp>` (what
+repository is written: the demo class is built and autograded by `python -m grader.classroom.course demo --dir <temp>` (what
 `make demo` runs, in a temporary course instead of .demo/), and each class of tests/adversarial/ (and the
 `controls` of examples/alternatives/) by test_adversarial's own `grade_class`, with the same nbgrader options.
 
@@ -197,11 +197,11 @@ def read_course(root: Path, log: str, normalise, students: list[str] | None = No
 
 
 def grade_demo(workdir: Path) -> dict[str, Any]:
-    """`make demo` (python -m grader.course demo) in workdir/demo instead of the repository's .demo/."""
+    """`make demo` (python -m grader.classroom.course demo) in workdir/demo instead of the repository's .demo/."""
     from grader.classroom import course
 
     root = workdir / "demo"
-    done = subprocess.run([sys.executable, "-m", "grader.course", "demo", "--dir", str(root)], cwd=course.REPO,
+    done = subprocess.run([sys.executable, "-m", "grader.classroom.course", "demo", "--dir", str(root)], cwd=course.REPO,
                           env=course.nbgrader_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"the demo failed (exit status {done.returncode}):\n{done.stdout}\n{done.stderr}")
@@ -245,7 +245,7 @@ def snapshot(out: Path, classes: list[str] | None) -> int:
     try:
         data: dict[str, Any] = {}
         if classes is None:
-            print("demo class (python -m grader.course demo) ...", flush=True)
+            print("demo class (python -m grader.classroom.course demo) ...", flush=True)
             data["demo"] = grade_demo(workdir)
             print(f"  demo: {time.monotonic() - started:.0f} s", flush=True)
         unknown = set(classes or []) - set(adversarial.CLASSES)

@@ -1,11 +1,11 @@
 """Instructor tooling around nbgrader: the demo class, autograding, and the table of scores per student and exercise.
 
-    python -m grader.course demo        release, build the example class (English and Chinese-speaking students:
+    python -m grader.classroom.course demo        release, build the example class (English and Chinese-speaking students:
                                         autograd and autograd-zh), autograde it with nbgrader, feedback, table
-    python -m grader.course autograde   nbgrader autograde of submitted/ (the gradebook created first if missing), table
-    python -m grader.course autograde --jobs 4   the same in 4 nbgrader processes over disjoint groups of students,
+    python -m grader.classroom.course autograde   nbgrader autograde of submitted/ (the gradebook created first if missing), table
+    python -m grader.classroom.course autograde --jobs 4   the same in 4 nbgrader processes over disjoint groups of students,
                                         sharing one PostgreSQL gradebook (GRADER_DB_URL)
-    python -m grader.course scores      the table of the course in the current directory (after autograding)
+    python -m grader.classroom.course scores      the table of the course in the current directory (after autograding)
 
 nbgrader's own output goes to the run's log, <course>/logs/<date_time>-<command>.log (named at the end; with several
 processes, one <...>-job<N>.log each), kept: <course>/nbgrader.log (and nbgrader-job<N>.log) link to the latest run's;
@@ -133,7 +133,7 @@ def worker_shares(cores: int, jobs: int) -> list[int]:
 
 REFUSE_SQLITE = ("{jobs} nbgrader processes cannot share the SQLite gradebook {url}: SQLite takes one writer at a "
                  "time. Give a PostgreSQL gradebook in GRADER_DB_URL (postgresql+psycopg://user@host/database; a "
-                 "local one for trying: python -m grader.postgres start), or use JOBS=1.")
+                 "local one for trying: python -m grader.classroom.postgres start), or use JOBS=1.")
 
 
 def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, jobs: int | None = None,
@@ -557,7 +557,7 @@ def fresh_bytecode() -> None:
 
 def _autograde_jobs(runner: Nbgrader, assignment: str, force: bool, groups: list[list[str]], skipped: list[str],
                     everyone: list[str], total: int, scratch: Path, workers: int = 0) -> tuple[int, float, list[Job]]:
-    """Start one nbgrader process per group (``python -m grader.nbgrader_job``), wait for all; (notebooks graded,
+    """Start one nbgrader process per group (``python -m grader.classroom.nbgrader_job``), wait for all; (notebooks graded,
     seconds, the jobs that failed)."""
     root = runner.root
     on_cluster = bool(os.environ.get("GRADER_SCHEDULER", "").strip())  # a Dask cluster grades: no local pool
@@ -717,7 +717,7 @@ def course_root(db_url: str) -> Path:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m grader.course")
+    parser = argparse.ArgumentParser(prog="python -m grader.classroom.course")
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="autograde the bundled example class in a scratch course directory")
     d.add_argument("--dir", type=Path, default=REPO / ".demo", help="scratch course directory (replaced)")

@@ -1,12 +1,12 @@
 """`make lab`: JupyterLab on a working copy of the student notebooks, with nbgrader's extension on the course.
 
-    python -m grader.lab [--port N] [--no-browser]     # what `make lab [PORT=N] [NO_BROWSER=1]` runs
-    python -m grader.lab --write-settings              # only write JupyterLab's defaults into the environment
+    python -m grader.classroom.lab [--port N] [--no-browser]     # what `make lab [PORT=N] [NO_BROWSER=1]` runs
+    python -m grader.classroom.lab --write-settings              # only write JupyterLab's defaults into the environment
 
 - work/<assignment>/ is the working copy: each notebook of notebooks/<assignment>/ (the release, written only by
   `make release`) is copied there when it is missing (with the kernel's language_info, as JupyterLab would save
   it), and never overwritten. Students' edits, and what nbgrader's
-  Validate button saves, stay in work/ (ignored by git); `python -m grader.notebooks check` keeps passing.
+  Validate button saves, stay in work/ (ignored by git); `python -m grader.classroom.notebooks check` keeps passing.
 - The server's root is the course root, so nbgrader's extensions see the course (its formgrader refuses a course
   that is not inside the server's root: "The course directory root is not a subdirectory of the notebook server
   root"), and Validate reads the course's nbgrader_config.py (from the working directory). The page opens on
@@ -112,7 +112,7 @@ def command(root: Path, assignment: str = ASSIGNMENT, port: int | None = None, b
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.lab", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.classroom.lab", description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, help="the port to serve on (default: JupyterLab's, 8888 or the next free)")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.add_argument("--assignment", default=ASSIGNMENT)
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     problem = write_settings()
     if args.write_settings:
         if problem:
-            print(f"grader.lab: {problem}", file=sys.stderr)
+            print(f"grader.classroom.lab: {problem}", file=sys.stderr)
         return 1 if problem else 0
     if problem:
         print(f"make lab: warning: {problem}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """One `nbgrader autograde` process of `make autograde`, started by ``grader.classroom.course`` (one, or ``JOBS`` of them
 over disjoint groups of students sharing one PostgreSQL gradebook).
 
-    GRADER_DB_URL=URL python -m grader.nbgrader_job --root COURSE [--workers N] [--exclude FILE] [--scores FILE]
+    GRADER_DB_URL=URL python -m grader.classroom.nbgrader_job --root COURSE [--workers N] [--exclude FILE] [--scores FILE]
                                                 -- autograde ASSIGNMENT [nbgrader's options...]
 
 The gradebook comes in the environment (GRADER_DB_URL, as for every nbgrader command of the course), never on
@@ -52,9 +52,9 @@ STARTED = time.monotonic()
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     if "--" not in argv:
-        raise SystemExit("usage: python -m grader.nbgrader_job [options] -- autograde ASSIGNMENT [...]")
+        raise SystemExit("usage: python -m grader.classroom.nbgrader_job [options] -- autograde ASSIGNMENT [...]")
     cut = argv.index("--")
-    parser = argparse.ArgumentParser(prog="python -m grader.nbgrader_job")
+    parser = argparse.ArgumentParser(prog="python -m grader.classroom.nbgrader_job")
     parser.add_argument("--root", type=Path, required=True, help="the course folder")
     parser.add_argument("--db-url", default=os.environ.get("GRADER_DB_URL", "").strip(),
                         help="the gradebook (nbgrader's CourseDirectory.db_url; default: GRADER_DB_URL, which keeps "

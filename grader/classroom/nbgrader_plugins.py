@@ -1,4 +1,4 @@
-"""nbgrader plugins of the course, named in ``nbgrader_config.py`` as ``grader.nbgrader_plugins.<Name>``.
+"""nbgrader plugins of the course, named in ``nbgrader_config.py`` as ``grader.classroom.nbgrader_plugins.<Name>``.
 
 One class per file in ``grader/classroom/plugins/``; this module names them all, so nbgrader_config.py (and an
 instructor's own copy of it) keeps working. To change a plugin, edit its file; a test that replaces a module

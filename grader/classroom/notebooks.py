@@ -1,7 +1,7 @@
 """Keep committed notebooks diff-friendly, and check that student notebooks leak nothing.
 
-    python -m grader.notebooks normalize solutions notebooks   # strip outputs, canonical JSON, in place
-    python -m grader.notebooks check                           # report problems; exit 1 if any
+    python -m grader.classroom.notebooks normalize solutions notebooks   # strip outputs, canonical JSON, in place
+    python -m grader.classroom.notebooks check                           # report problems; exit 1 if any
 
 Committed notebooks are nbformat 4.5: every cell carries a stable id (its nbgrader grade_id when it has one, else
 the id it already has, else one derived from its source). JupyterLab gives a 4.4 notebook's cells random ids when

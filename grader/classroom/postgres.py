@@ -1,8 +1,8 @@
 """A local PostgreSQL server for the gradebook, in a folder of its own: for trying ``make autograde JOBS=N`` and
 for the tests. A course server's real PostgreSQL works as well (give its URL in ``GRADER_DB_URL``).
 
-    python -m grader.postgres start [--dir .postgres]   # prints the gradebook's URL (GRADER_DB_URL=...)
-    python -m grader.postgres stop  [--dir .postgres]
+    python -m grader.classroom.postgres start [--dir .postgres]   # prints the gradebook's URL (GRADER_DB_URL=...)
+    python -m grader.classroom.postgres stop  [--dir .postgres]
 
 Uses Debian's ``postgresql`` (``initdb`` and ``pg_ctl``, installed by ``make install``). The server runs as an
 unprivileged user (PostgreSQL refuses to run as root: as root, the ``postgres`` user Debian's package creates),
@@ -160,11 +160,11 @@ def stop_command(folder: Path) -> str:
     MAKELEVEL in its commands' environment), else this module's command."""
     if os.environ.get("MAKELEVEL"):
         return "make postgres-stop" + ("" if Path(folder) == Path(".postgres") else f" POSTGRES_DIR={folder}")
-    return f"python -m grader.postgres stop --dir {folder}"
+    return f"python -m grader.classroom.postgres stop --dir {folder}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.postgres", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.classroom.postgres", description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["start", "stop", "url"])
     parser.add_argument("--dir", type=Path, default=Path(".postgres"), help="the server's folder (default .postgres)")
     args = parser.parse_args(argv)

@@ -1,9 +1,9 @@
 """The class report: scores per exercise, and which mistakes the class made, as one self-contained HTML page.
 
-    python -m grader.report                  # course in the current directory, after `nbgrader autograde`
-    python -m grader.report --assignment autograd-zh   # only the students who handed in the Chinese notebooks
-    python -m grader.report --root .demo     # another course root
-    GRADER_DB_URL=postgresql+psycopg://... python -m grader.report   # a PostgreSQL gradebook (or --db URL)
+    python -m grader.classroom.report                  # course in the current directory, after `nbgrader autograde`
+    python -m grader.classroom.report --assignment autograd-zh   # only the students who handed in the Chinese notebooks
+    python -m grader.classroom.report --root .demo     # another course root
+    GRADER_DB_URL=postgresql+psycopg://... python -m grader.classroom.report   # a PostgreSQL gradebook (or --db URL)
 
 Reads nbgrader's gradebook (scores) and grader_results/ (the diagnoses and flags TrustedExecute saved), writes
 reports/class-report.html (plots embedded), reports/scores.csv (student × exercise),
@@ -433,7 +433,7 @@ def flag_line(root: Path, assignment: str | Sequence[str] = ASSIGNMENTS, out: Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.report", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.classroom.report", description=__doc__.split("\n")[0])
     parser.add_argument("--root", type=Path, default=Path("."), help="course root (holds gradebook.db)")
     parser.add_argument("--assignment", default=None,
                         help=f"only this assignment (default: every one of the course in the gradebook: "

@@ -1,9 +1,9 @@
 """A shared teaching server: nbgrader's file-system exchange between the instructor's course and students' accounts.
 
-    python -m grader.shared server [--course .] [--exchange /srv/nbgrader/exchange]     (make shared-server)
+    python -m grader.classroom.shared server [--course .] [--exchange /srv/nbgrader/exchange]     (make shared-server)
         the instructor's side: the course folder made private (root 711, instructor folders 700, gradebook 600)
         and the exchange folder created (1777, as nbgrader's docs ask: everyone writes, nobody removes another's)
-    python -m grader.shared env [--prefix /opt/autograd-course] [--exchange ...]          (make shared-env)
+    python -m grader.classroom.shared env [--prefix /opt/autograd-course] [--exchange ...]          (make shared-env)
         the students' side: a second venv at the prefix with the pinned dependencies and a copy of `grader`
         (not the editable one, which points into the private course folder), its nbgrader configured with the
         course id and the exchange (<prefix>/etc/jupyter/nbgrader_config.py, read by every nbgrader it runs),
@@ -202,7 +202,7 @@ KERNELS_OVER_IPC = (
 
 
 def student_config(exchange: Path) -> str:
-    return ("# Written by `make shared-env` (python -m grader.shared env): what every student's nbgrader needs.\n"
+    return ("# Written by `make shared-env` (python -m grader.classroom.shared env): what every student's nbgrader needs.\n"
             "c = get_config()  # noqa: F821\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
             f"c.Exchange.root = {str(exchange)!r}\n" + KERNELS_OVER_IPC)
@@ -384,7 +384,7 @@ class HandInTolerantReleaseFeedback(_ExchangeReleaseFeedback):  # type: ignore[m
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.shared", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.classroom.shared", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("server", help="make the course folder private and create the exchange (make shared-server)")
     s.add_argument("--course", type=Path, default=Path("."), help="the course folder (default: the current one)")

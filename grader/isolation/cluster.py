@@ -255,7 +255,7 @@ class DaskPool:
                 f"refusing to grade on the Dask scheduler at {self.address} (c.TrustedExecute.scheduler or ${ENV}): "
                 "it is not a tls:// address, and on a cluster without TLS anyone who reaches the scheduler can join "
                 "as a worker, receive every student's code and send back forged results. Create the course's "
-                "certificates (`python -m grader.cluster certificates`), start `dask scheduler` and `dask worker` "
+                "certificates (`python -m grader.isolation.cluster certificates`), start `dask scheduler` and `dask worker` "
                 "with them (docs/cluster.md, section \"Grading on many machines\") and give the address as "
                 "tls://host:8786")
         folder = tls_folder(certificates)
@@ -656,7 +656,7 @@ def cluster_security(folder: Path, role: str = "client") -> Security:
     if missing:
         raise sandbox.SetupError(
             f"the course's cluster certificates are missing ({', '.join(missing)}): create them on the grading "
-            f"machine with `python -m grader.cluster certificates --folder {folder}` (or point ${TLS_ENV} at the "
+            f"machine with `python -m grader.isolation.cluster certificates --folder {folder}` (or point ${TLS_ENV} at the "
             "folder that has them), then start the scheduler and workers with theirs (docs/cluster.md, "
             "section \"Grading on many machines\")")
     ca, cert, key = _files(folder, role)
@@ -742,7 +742,7 @@ def tls_arguments(folder: Path, role: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.cluster",
+    parser = argparse.ArgumentParser(prog="python -m grader.isolation.cluster",
                                      description="The course's Dask cluster: its TLS certificates.")
     sub = parser.add_subparsers(dest="command", required=True)
     certs = sub.add_parser("certificates", help="create the course's CA and the scheduler's, workers' and grading "

@@ -381,7 +381,7 @@ def as_nbgrader_starts_it() -> dict[str, Any]:
 
 
 # --- a pool started early -------------------------------------------------------------------------------------
-# `python -m grader.nbgrader_job` starts the pool first thing, in a thread: the workers import torch in their
+# `python -m grader.classroom.nbgrader_job` starts the pool first thing, in a thread: the workers import torch in their
 # sandboxes while nbgrader's process imports nbgrader. TrustedExecute then takes it (``take_early``) when its
 # configuration asks for that same pool; otherwise it is closed and the configured one is started.
 

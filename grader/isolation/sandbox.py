@@ -449,7 +449,7 @@ def prepare_font_lists() -> None:
 
 
 def setup_host() -> int:
-    """``python -m grader.sandbox setup`` (``make install``): as root, create the unprivileged user student code
+    """``python -m grader.isolation.sandbox setup`` (``make install``): as root, create the unprivileged user student code
     runs as, and let it search (not list) the folders on the way to the Python install and the venv; build the
     workers' font list (``prepare_font_lists``)."""
     prepare_font_lists()
@@ -483,4 +483,4 @@ def setup_host() -> int:
 if __name__ == "__main__":
     if sys.argv[1:] == ["setup"]:
         sys.exit(setup_host())
-    sys.exit("usage: python -m grader.sandbox setup")
+    sys.exit("usage: python -m grader.isolation.sandbox setup")

@@ -124,7 +124,7 @@ class SubmissionExporter(NotebookExporter):
 
 def is_trusted_execute(entry: Any) -> bool:
     """Whether an entry of nbgrader's pipeline (a class, or a dotted name as nbgrader_config.py writes it, under any
-    name the class is known by: ``grader.nbgrader_plugins.TrustedExecute`` or its real module's) is TrustedExecute.
+    name the class is known by: ``grader.classroom.nbgrader_plugins.TrustedExecute`` or its real module's) is TrustedExecute.
     Compared by class, not by name: a name compared as text stops matching silently when a module moves."""
     if isinstance(entry, str):
         from traitlets.utils.importstring import import_item

@@ -51,7 +51,7 @@ class TrustedExecute(NbGraderPreprocessor):
     workers = Int(0, help="Sandboxed workers grading at once (0: one per core). With a Dask scheduler: wait "
                           "until its workers have that many threads (0: one worker).").tag(config=True)
     scheduler = Unicode("", help="Address of a Dask scheduler (e.g. 'tls://host:8786', with the course's "
-                                 "certificates: python -m grader.cluster certificates): notebooks then run in the "
+                                 "certificates: python -m grader.isolation.cluster certificates): notebooks then run in the "
                                  "sandboxes of its Dask workers, on other machines, and are judged here. Empty: the "
                                  "environment variable GRADER_SCHEDULER; both empty: this machine's own pool "
                                  "(docs/cluster.md: 'Grading on many machines').").tag(config=True)
@@ -318,7 +318,7 @@ class _Classroom:
                 pool = DaskPool(hide=hide, workers=count, scheduler=address, log=plugin.log)
                 plugin.log.info("grading on the Dask cluster at %s: %s", address, pool.describe())
             else:
-                # the pool `python -m grader.nbgrader_job` started while nbgrader was starting, when it is the one
+                # the pool `python -m grader.classroom.nbgrader_job` started while nbgrader was starting, when it is the one
                 # this configuration asks for (else it is closed, and this one started)
                 pool = pools.take_early(hide, count) if plugin.pool_class is pools.Pool else None
                 if pool is None:
