@@ -77,3 +77,24 @@ def test_canvas_own_id_is_kept_for_the_canvas_export(tmp_path):
     assert [s["lms_user_id"] for s in roster.read_roster(path)] == ["1", "2"]
     path.write_text(MOODLE, encoding="utf-8")
     assert [s["lms_user_id"] for s in roster.read_roster(path)] == ["", ""]  # (Moodle's ID number is not Canvas's)
+
+
+def test_a_misnamed_folder_is_told_the_rename_of_its_own_language(tmp_path):
+    """Issue 30 minor: bob's English notebooks in Autograd/ were told "rename it to submitted/bob/autograd-zh/" by
+    the Chinese run; the folder's language is read from its notebooks, and only that language's run names it."""
+    import json
+
+    from grader.classroom import course
+
+    (tmp_path / "solutions" / "autograd").mkdir(parents=True)
+    (tmp_path / "solutions" / "autograd-zh").mkdir(parents=True)
+    for student, folder, language in (("bob", "Autograd", None), ("wu", "autograd_zh", "zh")):
+        where = tmp_path / "submitted" / student / folder
+        where.mkdir(parents=True)
+        metadata = {"autograd_course": {"language": language}} if language else {}
+        (where / "01_autograd_basics.ipynb").write_text(json.dumps({"cells": [], "metadata": metadata,
+                                                                    "nbformat": 4, "nbformat_minor": 5}))
+    names = {"01_autograd_basics.ipynb"}
+    english, chinese = course.misplaced(tmp_path, "autograd", names), course.misplaced(tmp_path, "autograd-zh", names)
+    assert set(english) == {"bob"} and "rename it to submitted/bob/autograd/" in english["bob"], english
+    assert set(chinese) == {"wu"} and "rename it to submitted/wu/autograd-zh/" in chinese["wu"], chinese

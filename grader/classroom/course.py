@@ -87,6 +87,9 @@ def misplaced(root: Path, assignment: str, notebook_names: set[str]) -> dict[str
         for folder in sorted(p for p in student_dir.iterdir() if p.is_dir() and p.name not in others):
             names = {f.name for f in folder.glob("*.ipynb")}
             if _same_name(folder.name) == _same_name(assignment) or names & notebook_names:
+                edition = _edition_of(folder)
+                if assignment in ASSIGNMENTS and edition and edition != assignment:
+                    break  # the course in the other language: the run of that assignment names it
                 said[student] = (f"{where}/{printable(folder.name)}/ is not the assignment's folder "
                                  f"({len(names)} notebooks): rename it to {where}/{assignment}/")
                 break
@@ -96,6 +99,20 @@ def misplaced(root: Path, assignment: str, notebook_names: set[str]) -> dict[str
                 said[student] = (f"its notebooks are in {where}/ itself ({len(loose)} notebooks): move them into "
                                  f"{where}/{assignment}/")
     return said
+
+
+def _edition_of(folder: Path) -> str:
+    """The course's assignment in the language of the notebooks in ``folder`` (autograd, autograd-zh), read from
+    their metadata as grading reads it; "" when none can be read."""
+    from grader.spec.messages import language_of as notebook_language
+
+    for path in sorted(folder.glob("*.ipynb"))[:4]:
+        try:
+            language = notebook_language(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        return ASSIGNMENT if language == "en" else next((a for a in ASSIGNMENTS if language_of(a) == language), "")
+    return ""
 
 
 def rename_hint(name: str, missing: set[str]) -> str:
