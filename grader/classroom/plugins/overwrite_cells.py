@@ -3,6 +3,7 @@ student changed in them said and flagged for review."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from nbgrader.preprocessors import OverwriteCells
@@ -49,6 +50,30 @@ class _CellsReadOnce:
         raise MissingEntry(f"No such graded cell: {assignment}/{notebook}/{name}")
 
 
+_RELEASED: dict[Path, tuple[float, dict[str, str]]] = {}
+
+
+def released_cells(path: Path) -> dict[str, str]:
+    """{grade_id: source} of a released student notebook on disk, read again only when it changes ({} when it is
+    not there or not readable)."""
+    import nbformat
+
+    try:
+        stamp = path.stat().st_mtime
+    except OSError:
+        return {}
+    known = _RELEASED.get(path)
+    if known is None or known[0] != stamp:
+        try:
+            nb = nbformat.read(str(path), as_version=4)
+        except Exception:  # (a broken release is make release's to report; here: no translation known)
+            return {}
+        known = (stamp, {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
+                         if c.get("metadata", {}).get("nbgrader", {}).get("grade_id")})
+        _RELEASED[path] = known
+    return known[1]
+
+
 class OverwriteReleasedCells(OverwriteCells):
     """nbgrader's OverwriteCells, without its false alarm on test cells with hidden tests, and saying what a student
     changed in the instructor's cells: which student, notebook and cell, in plain words, flagged for review
@@ -65,7 +90,32 @@ class OverwriteReleasedCells(OverwriteCells):
 
     def preprocess(self, nb: Any, resources: Any) -> tuple[Any, Any]:
         self._info = resources["nbgrader"]  # (report_change has no resources: which submission a change is in)
+        self._translated = self._release_in_its_language(nb)
         return super().preprocess(nb, resources)
+
+    def _release_in_its_language(self, nb: Any) -> dict[str, str]:
+        """{grade_id: source} of the released notebook in the submission's own language, when that is another
+        edition of the course than the assignment graded (Chinese notebooks handed in under autograd/): their
+        locked cells are the translation's, not edited ({} otherwise, or when that release is not on disk)."""
+        from grader.classroom.folders import ASSIGNMENTS, language_of
+        from grader.spec.messages import language_of as notebook_language
+
+        if self._info["assignment"] not in ASSIGNMENTS:
+            return {}
+        language = notebook_language(nb)
+        edition = next((a for a in ASSIGNMENTS if language_of(a) == language), None)
+        if edition is None or edition == self._info["assignment"]:
+            return {}
+        from grader.classroom.folders import REPO
+
+        owner, coursedir = self.parent, None  # (the exporter's parent, nbgrader's converter, has the course folder)
+        while owner is not None and coursedir is None:
+            coursedir, owner = getattr(owner, "coursedir", None), getattr(owner, "parent", None)
+        name = f"{self._info['notebook']}.ipynb"
+        path = Path(coursedir.format_path(coursedir.release_directory, ".", edition)) / name if coursedir else None
+        if path is None or not path.is_file():  # (a course without its release: the repository's, make release's)
+            path = REPO / "notebooks" / edition / name
+        return released_cells(path)
 
     def preprocess_cell(self, cell: Any, resources: Any, cell_index: int) -> tuple[Any, Any]:
         self._as_released = self._is_as_released(cell, resources)
@@ -122,7 +172,10 @@ class OverwriteReleasedCells(OverwriteCells):
                                            self.notebook_id).released().get(grade_id)
         except MissingEntry:
             return False
-        return released is not None and same_but_trailing_whitespace(cell.get("source", ""), released)
+        if released is not None and same_but_trailing_whitespace(cell.get("source", ""), released):
+            return True
+        translated = getattr(self, "_translated", {}).get(grade_id)
+        return translated is not None and same_but_trailing_whitespace(cell.get("source", ""), translated)
 
     def _changed(self, grade_id: str, what: str, flag: bool) -> None:
         """One warning naming student, notebook and cell ("ann/autograd/01_autograd_basics: test cell vjp-values
