@@ -503,3 +503,17 @@ def test_judging_forward_mode_in_threads_at_once_gives_each_its_verdict():
     for thread in threads:
         thread.join()
     assert not failures, failures[:3]
+
+
+def test_a_hint_points_at_the_section_that_teaches_it_in_the_students_notebook():
+    """Issue 32: Exp's saved copy of its output cited Sinh's section 4, and notebook 2's `.detach()` in Linear's
+    backward sent the student to notebook 3, though notebook 2's section 11 teaches it."""
+    from grader.spec.exercises import get
+
+    assert "3. Saving outputs: Exp" in get("exp").section("second-order", "intermediates_not_outputs")
+    assert "4. Saving intermediate results: Sinh" in get("sinh").section("second-order", "intermediates_not_outputs")
+    for mistake in ("detach_in_backward", "no_grad_in_backward", "untracked_backward"):
+        said = get("linear").section("second-order", mistake)
+        assert "11. Checking a backward with `gradcheck`" in said and "03_double_backward" not in said, said
+    assert "03_double_backward" in get("square").section("second-order", "detach_in_backward") or \
+        "1. What autograd records inside a custom Function" in get("square").section("second-order", "detach_in_backward")

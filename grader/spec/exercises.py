@@ -388,7 +388,8 @@ EXERCISES: dict[str, Exercise] = {
             input_names=("x",),
             make_probes=_unary("x"),
             extra_probes=_unary_extras("x", large=True),
-            sections={"default": "3. Saving outputs: Exp"},
+            # a saved copy of the output is the Exp section's point, not Sinh's (issue 32: it cited section 4)
+            sections={"default": "3. Saving outputs: Exp", "intermediates_not_outputs": "3. Saving outputs: Exp"},
         ),
         Exercise(
             id="sinh",
@@ -449,7 +450,10 @@ EXERCISES: dict[str, Exercise] = {
             input_names=("input", "weight", "bias"),
             make_probes=_linear_probes,
             extra_probes=_linear_extras,
-            sections={"default": "12. Exercise: `LinearFunction` (graded, 6 points)"},
+            # notebook 2 teaches an untracked backward itself (section 11): not notebook 3 (issue 32)
+            sections={"default": "12. Exercise: `LinearFunction` (graded, 6 points)",
+                      **{mistake: "11. Checking a backward with `gradcheck` (and why `float64`)" for mistake in
+                         ("detach_in_backward", "no_grad_in_backward", "numpy_in_backward", "untracked_backward")}},
             default_shapes=((4, 3, 2),),
             notebook="02_custom_function.ipynb",
         ),
