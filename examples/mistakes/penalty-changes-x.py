@@ -1,6 +1,6 @@
 # exercise: penalty
 # mistake: calls x.requires_grad_(True) on the caller's tensor instead of a detached copy: the caller's x now requires grad
-# expect: value=penalty_changed_x gradient=penalty_changed_x
+# expect: value=pass gradient=penalty_changed_x
 # caught-by: neither
 def gradient_penalty(f, w, x):
     x.requires_grad_(True)

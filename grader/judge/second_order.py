@@ -218,14 +218,16 @@ def _judge_penalty_probe(check: str, p: _PenaltyProbe, stale: None, obs: Obs) ->
             return _excused(p, why)
     _fail_if_raised("penalty", obs)
     _fail_if_modified("w", p.w, _tensor_field(obs, "w_after"))
-    _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"))
-    # The caller's x comes without requires_grad and without .grad, and must leave as it came (the docstring's
-    # rule: a leaf of your own, x.detach().requires_grad_()); each flag is read from what the observer saw.
-    if _bool_field(obs, "x_requires_grad") or _grad_field(obs, "x_grad_after", p.x.shape) is not None:
-        raise _Fail("penalty_changed_x", where="x.requires_grad / x.grad", expected="False / None",
-                    received=say("changed_by_your_function"))
-    if _grad_field(obs, "w_grad_after", p.w.shape) is not None:
-        raise _Fail("penalty_changed_w_grad", where="w.grad", expected="None", received=say("a_tensor"))
+    if check != "check_penalty_value":  # (the points table: "x and w.grad left alone" is penalty-gradient's; a
+        # right value keeps its point whatever it did to the caller's x: issue 32, CycleGAN's requires_grad_(True))
+        _fail_if_modified("x", p.x, _tensor_field(obs, "x_after"))
+        # The caller's x comes without requires_grad and without .grad, and must leave as it came (the docstring's
+        # rule: a leaf of your own, x.detach().requires_grad_()); each flag is read from what the observer saw.
+        if _bool_field(obs, "x_requires_grad") or _grad_field(obs, "x_grad_after", p.x.shape) is not None:
+            raise _Fail("penalty_changed_x", where="x.requires_grad / x.grad", expected="False / None",
+                        received=say("changed_by_your_function"))
+        if _grad_field(obs, "w_grad_after", p.w.shape) is not None:
+            raise _Fail("penalty_changed_w_grad", where="w.grad", expected="None", received=say("a_tensor"))
     w = _leaf(p.w)
     expected = penalty_reference(p.reference(), w, p.x)
     got = _as_result(_field(obs, "result"), torch.Size([]), "penalty_wrong_shape")
