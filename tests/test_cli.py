@@ -43,7 +43,7 @@ def test_text_report_names_exercises_and_what_to_fix(tmp_path):
     done = grade(str(tmp_path / "03_double_backward.ipynb"), "--tests", str(SOLUTIONS / "03_double_backward.ipynb"))
     assert done.returncode == 0, done.stderr
     assert "square      2/6" in done.stdout
-    assert "ignores grad_output" in done.stdout and "What to fix:" in done.stdout
+    assert "ignores the gradient backward receives" in done.stdout and "What to fix:" in done.stdout
 
 
 @pytest.mark.slow

@@ -114,7 +114,7 @@ def test_nbgrader_autogrades_the_bundled_class_to_the_expected_scores(demo_run):
     # Feedback names each hidden check with its outcome and diagnosis, never its code (nbgrader #917).
     page = (tmp_path / "course" / "feedback" / "chen" / "autograd" / "03_double_backward.html").read_text()
     assert "BEGIN HIDDEN TESTS" not in page and "seed=11" not in page
-    assert "[hidden check, other inputs] ✗ square · first derivatives: the gradient for `x` ignores grad_output" in page
+    assert "[hidden check, other inputs] ✗ square · first derivatives: the gradient for `x` ignores the gradient backward receives" in page
     # The class report counts the planted mistakes under the students who made them.
     import csv
 
@@ -228,7 +228,7 @@ def test_the_class_report_covers_both_assignments_and_shows_each_students_langua
     assert "<tr><td>wen</td><td>zh</td>" in scores and "<tr><td>chen</td><td>en</td>" in scores, scores[:2000]
     mistakes = page.split('<table id="mistakes">', 1)[1].split("</table>", 1)[0]
     assert "chen, wen (zh)</td>" in mistakes, mistakes[:3000]
-    assert "ignores grad_output" in mistakes, "the sentence an English notebook showed"
+    assert "ignores the gradient backward receives" in mistakes, "the sentence an English notebook showed"
     rows = {r["student"]: r for r in csv.DictReader(open(reports / "scores.csv", encoding="utf-8"))}
     assert {s: r["lang"] for s, r in rows.items()} == course.class_languages(EXAMPLES / "students.toml")
     assert rows["wen"]["total"] == rows["chen"]["total"] and rows["mei"]["total"] == rows["ada"]["total"]

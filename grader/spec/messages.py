@@ -165,8 +165,10 @@ EN: dict[str, Message] = {
     ),
     # --- first derivatives -------------------------------------------------------------------
     "forgot_grad_output": Message(
-        "the gradient for `{name}` ignores grad_output: it equals the derivative alone.",
-        "Apply the chain rule: backward receives dL/dy and must return dL/dx = grad_output * dy/dx.",
+        "the gradient for `{name}` ignores the gradient backward receives (grad_out, grad_output: its argument "
+        "after ctx): it equals the derivative alone.",
+        "Apply the chain rule: backward receives dL/dy and must return dL/dx = dL/dy * dy/dx, that argument times "
+        "the derivative.",
     ),
     "wrong_sign": Message(
         "the gradient for `{name}` has the wrong sign.",

@@ -31,7 +31,7 @@ TABLE: dict[str, tuple[str, str]] = {
     'gradients_in_wrong_order': ('{cls}.backward 在 `{name}` 的位置上返回了 `{other}` 的梯度。', '按 forward 输入的顺序返回梯度：({names})。'),
     'wrong_gradient_shape': ('`{name}` 的梯度形状是 {received_shape}，应为 {expected_shape}。', '梯度的形状总是与它所对应的输入相同；检查你的矩阵乘法。'),
     'gradient_dtype': ('`{name}` 的梯度是 {received_dtype}，但 `{name}` 是 {expected_dtype}：精度丢失了。', '不要在 backward 中转换成 float32（`.float()`）；用保存的张量的数据类型来计算。'),
-    'forgot_grad_output': ('`{name}` 的梯度忽略了 grad_output：它只等于导数本身。', '应用链式法则：backward 接收 dL/dy，必须返回 dL/dx = grad_output * dy/dx。'),
+    'forgot_grad_output': ('`{name}` 的梯度忽略了 backward 收到的梯度（grad_out、grad_output：它在 ctx 之后的那个参数）：它只等于导数本身。', '应用链式法则：backward 接收 dL/dy，必须返回 dL/dx = dL/dy * dy/dx，也就是用那个参数乘以导数。'),
     'wrong_sign': ('`{name}` 的梯度符号错了。', '重新推导 d({formula})/d{name}；多了一个负号（或者少了一个）。'),
     'scaled_gradient': ('`{name}` 的梯度差了一个常数因子 {factor}。', '重新推导 d({formula})/d{name}：少了或多了一个常数（例如 2x 中的 2、3x² 中的 3）。'),
     'zero_gradient': ('`{name}` 的梯度处处为零。', '返回计算出的梯度，而不是新建的全零张量；检查 backward 是否用到了 grad_output。'),
