@@ -157,10 +157,12 @@ def _grad_input_name(code: str) -> str:
     return match.group("name") if match else ""
 
 
-def _as_result(result: Any, shape: torch.Size, wrong_shape: str, **shape_fields: Any) -> torch.Tensor:
+def _as_result(result: Any, shape: torch.Size, wrong_shape: str, returned_tuple: str = "returned_tuple",
+               **shape_fields: Any) -> torch.Tensor:
     """Check that the recorded ``result`` is a tensor of ``shape``; return its value as float64.
 
-    ``wrong_shape`` is the exercise's mistake id for a tensor of another shape."""
+    ``wrong_shape`` is the exercise's mistake id for a tensor of another shape; ``returned_tuple`` its id for a
+    tuple or list instead of one tensor (whose hint says which element to return)."""
     kind = _str_field(result, "kind")
     wanted = say("a_tensor_of_shape", shape=_fmt_shape(shape))
     if kind == "none":
@@ -171,7 +173,7 @@ def _as_result(result: Any, shape: torch.Size, wrong_shape: str, **shape_fields:
             raise _Malformed("'items' is not a list of type names")
         kind_name = _first_line(_str_field(result, "type") or "", 100)
         inner = ", ".join(_first_line(i, 100) for i in items)
-        raise _Fail("returned_tuple", type=kind_name, items=inner, expected=wanted,
+        raise _Fail(returned_tuple, type=kind_name, items=inner, expected=wanted,
                     received=say("a_kind_of", kind=kind_name, items=inner))
     if kind == "other":
         kind_name = _first_line(_str_field(result, "type") or "", 100)

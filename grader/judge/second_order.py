@@ -147,7 +147,10 @@ def _judge_hvp_probe(check: str, p: _HvpProbe, stale: None, obs: Obs) -> None:
         raise _Fail("hvp_changed_x", where="x.requires_grad / x.grad", expected="False / None",
                     received=say("changed_by_your_function"))
     expected, gradient, hess = _hvp_reference(p)
-    got = _as_result(_field(obs, "result"), p.x.shape, "hvp_wrong_shape")
+    got = _as_result(_field(obs, "result"), p.x.shape, "hvp_wrong_shape",
+                     # torch.func.jvp's (value, tangent) pair: its hint is about the tangent, not autograd.grad's [0]
+                     returned_tuple="hvp_returned_jvp_pair" if check == "check_hvp_forward_over_reverse"
+                     else "returned_tuple")
     if not _close(got, expected):
         diff = _difference("result", expected, got)
         if _close(got, gradient):

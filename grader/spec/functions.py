@@ -50,6 +50,7 @@ MISTAKE_SECTIONS: dict[str, str] = {
     # notebook 4
     "hvp_not_forward_mode": "6. Hessian-vector products: double backward and forward-over-reverse",
     "hvp_forms_hessian": "6. Hessian-vector products: double backward and forward-over-reverse",
+    "hvp_returned_jvp_pair": "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`",
     "hvp_no_create_graph": "6. Hessian-vector products: double backward and forward-over-reverse",
     "penalty_no_create_graph": "10. Capstone: a gradient penalty through your own Functions",
 }
@@ -114,6 +115,7 @@ MISTAKES: dict[str, tuple[str, ...]] = {
     "hvp_needs_function": ("names", "probe_function"),
     "hvp_changed_x": (),
     "hvp_wrong_shape": ("received_shape", "expected_shape"),
+    "hvp_returned_jvp_pair": ("type", "items"),
     "hvp_returns_gradient": (),
     "hvp_ones_not_v": (),
     "hvp_diagonal_only": (),

@@ -286,6 +286,11 @@ EN: dict[str, Message] = {
         "torch.autograd.grad returns a tuple with one gradient per input: take its [0], "
         "e.g. `(g,) = torch.autograd.grad(...)`.",
     ),
+    "hvp_returned_jvp_pair": Message(
+        "{function} returned a {type} ({items}) instead of one tensor.",
+        "torch.func.jvp returns a pair: the function's value and its derivative along the tangent. Forward over "
+        "reverse, the value is ∇f(x) and the tangent H v: return the second element, `jvp(...)[1]`.",
+    ),
     "returned_not_a_tensor": Message(
         "{function} returned a {type}, not a torch.Tensor.",
         "Return the tensor autograd computed, as it is: no .numpy(), .item() or .tolist().",

@@ -55,6 +55,7 @@ TABLE: dict[str, tuple[str, str]] = {
     'needs_input_grad_wrong': ('当只有 {pattern} 需要梯度时，`{name}` 的梯度不对或缺失。', '检查你在 ctx.needs_input_grad[i] 中使用的下标：i 是该输入在 forward 中的位置（0 = input，1 = weight，2 = bias）。'),
     'returned_none': ('{function} 返回了 None，而不是张量。', '是不是忘了写 `return` 语句？返回你计算出的张量。'),
     'returned_tuple': ('{function} 返回了一个 {type}（{items}），而不是单个张量。', 'torch.autograd.grad 返回一个元组，每个输入对应一个梯度：取它的 [0]，例如 `(g,) = torch.autograd.grad(...)`。'),
+    'hvp_returned_jvp_pair': ('{function} 返回了一个 {type}（{items}），而不是单个张量。', 'torch.func.jvp 返回一对值：函数值，以及它沿切向量的导数。前向套反向时，函数值是 ∇f(x)，切向量方向的导数是 H v：返回第二个元素，`jvp(...)[1]`。'),
     'returned_not_a_tensor': ('{function} 返回了一个 {type}，而不是 torch.Tensor。', '原样返回自动微分计算出的张量：不要用 .numpy()、.item() 或 .tolist()。'),
     'returned_unreadable_tensor': ('{function} 返回了一个评分程序无法读取的张量（{type}）。', '返回一个普通的 torch.Tensor（即 torch.autograd.grad 或 .grad 给你的那个），而不是它的子类或包装。'),
     'returned_integer_tensor': ('{function} 返回了一个整数张量（{dtype}）。', '直接返回梯度张量本身，保持 float64：不要取整，也不要转换类型。'),
