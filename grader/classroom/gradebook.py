@@ -105,7 +105,7 @@ def class_scores(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS, with_e
         language = language_of(assignment)
         read = submitted_languages(results, assignment) if results is not None else {}
         for student, row in gradebook_scores(db_url, assignment).items():
-            name = student if student not in table else f"{student} ({language})"
+            name = _row_name(student, assignment, table)
             table[name], languages[name] = row, read.get(student, language)
     if with_enrolled:  # the class list (make roster): who handed in nothing has a row too
         editions = ASSIGNMENTS if set(assignments) & set(ASSIGNMENTS) else assignments  # (a student who took the
@@ -116,6 +116,12 @@ def class_scores(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS, with_e
     return table, languages
 
 
+def _row_name(student: str, assignment: str, taken: Any) -> str:
+    """A student's row name in the class's table: their id, or "<id> (<language>)" for a second edition they
+    handed in (``taken``: the names, or students, already in the table)."""
+    return student if student not in taken else f"{student} ({language_of(assignment)})"
+
+
 def class_lateness(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS) -> dict[str, Lateness]:
     """``gradebook_lateness`` over the assignments, by the names ``class_scores`` gives the rows (a student who
     handed in two editions: the second is "<student> (<language>)"). SQL only."""
@@ -124,7 +130,7 @@ def class_lateness(db_url: str, assignments: tuple[str, ...] = ASSIGNMENTS) -> d
     for assignment in assignments:
         late = gradebook_lateness(db_url, assignment)
         for student in sorted(gradebook_students(db_url, assignment)):
-            name = student if student not in seen else f"{student} ({language_of(assignment)})"
+            name = _row_name(student, assignment, seen)
             seen.add(student)
             if student in late:
                 found[name] = late[student]
