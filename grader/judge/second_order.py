@@ -214,6 +214,8 @@ def _judge_penalty_probe(check: str, p: _PenaltyProbe, stale: None, obs: Obs) ->
         missing = obs["missing"]
         if not isinstance(missing, list) or not missing or not all(type(m) is str and m in p.uses for m in missing):
             raise _Malformed("'missing' does not name Functions this probe uses")
+        if p.optional:
+            return  # not pasted into notebook 5's section 0: nothing to judge through it
         raise _Fail("hvp_needs_function", names=", ".join(missing), probe_function=p.desc)
     if p.uses:  # the rule of _judge_hvp_probe: a probe through an unfit Function of the student's is not charged
         why = _own_unfit(p, obs, lambda: _penalty_expected(p))

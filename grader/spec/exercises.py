@@ -319,8 +319,10 @@ def check_draw(draw: int, grade_id: str, position: int) -> int:
     return int.from_bytes(digest[:4], "big") % 2**31
 
 
-NB2, NB3, NB4 = "02_custom_function.ipynb", "03_double_backward.ipynb", "04_modern_functions.ipynb"
+NB2, NB3, NB4, NB5 = ("02_custom_function.ipynb", "03_double_backward.ipynb", "04_modern_functions.ipynb",
+                      "05_markers_and_capstone.ipynb")
 
+_MARKERS = "1. Flags and markers: `once_differentiable`, `mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`"
 # mistake -> (notebook, section heading) that teaches it, when that is not the exercise's own section.
 SECTIONS: dict[str, tuple[str, str]] = {
     "not_custom_function": (NB2, "3. Always call `.apply`, never `forward` directly"),
@@ -357,12 +359,8 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "jvp_not_saved_for_forward": (NB4, "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`"),
     "jvp_ignores_tangent": (NB4, "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`"),
     "jvp_wrong": (NB4, "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`"),
-    "once_differentiable": (NB4, "8. Flags and markers: `once_differentiable`, `mark_non_differentiable`, "
-                                 "`set_materialize_grads`, `mark_dirty`"),
-    "output_not_marked_non_differentiable": (NB4, "8. Flags and markers: `once_differentiable`, "
-                                                  "`mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`"),
-    "first_output_marked_non_differentiable": (NB4, "8. Flags and markers: `once_differentiable`, "
-                                                    "`mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`"),
+    **{mistake: (NB5, _MARKERS) for mistake in ("once_differentiable", "output_not_marked_non_differentiable",
+                                                "first_output_marked_non_differentiable")},
 }
 
 EXERCISES: dict[str, Exercise] = {
@@ -436,9 +434,9 @@ EXERCISES: dict[str, Exercise] = {
             input_names=("x",),
             make_probes=_at_least_1d(_unary("x")),
             extra_probes=_sort_extras,
-            sections={"default": "9. Exercise: `SortValues` (graded, 4 points)"},
+            sections={"default": "2. Exercise: `SortValues` (graded, 4 points)"},
             default_shapes=((2, 5),),
-            notebook=NB4,
+            notebook=NB5,
             outputs=("values", "indices"),
         ),
         Exercise(

@@ -284,7 +284,7 @@ def _hvp_forward_setup(args: dict[str, Any]) -> list[tuple[_HvpProbe, None]]:
 
 
 # ---------------------------------------------------------------------------------------------
-# exercise "penalty" (notebook 4): gradient_penalty(f, w, x), WGAN-GP style
+# exercise "penalty" (notebook 5): gradient_penalty(f, w, x), WGAN-GP style
 
 
 @dataclass(frozen=True)
@@ -294,6 +294,9 @@ class _PenaltyProbe:
     w: torch.Tensor
     x: torch.Tensor
     uses: tuple[str, ...] = ()
+    # judged only when the notebook defines every Function in ``uses``: notebook 5 asks for Softplus to be pasted
+    # from notebook 4 (section 0, not graded), and a penalty is not charged for a paste not made
+    optional: bool = False
 
     def reference(self) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
         return self.make({name: OWN_FUNCTIONS[name] for name in self.uses})
@@ -315,7 +318,8 @@ def _penalty_probes(sizes: Sequence[int], seed: int) -> list[_PenaltyProbe]:
                           x=_of_shape("x", batch, features)),
                       lambda ops: lambda w, x: ops["Softplus"](x @ w[:hidden * features].reshape(hidden, features).T)
                       @ w[hidden * features:],
-                      _rand(gen, hidden * features + hidden), _rand(gen, batch, features), uses=("Softplus",)),
+                      _rand(gen, hidden * features + hidden), _rand(gen, batch, features), uses=("Softplus",),
+                      optional=True),
         # Image-shaped samples [B, C, H, W]: each sample's gradient has several dimensions, and its norm is taken over
         # all of them (a norm over dimension 1 alone is the same as the flattened one only for 2-D x).
         _PenaltyProbe(say("probe_penalty_images", sample=(2, 2, features), x=_of_shape("x", batch, 2, 2, features)),

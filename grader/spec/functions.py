@@ -28,7 +28,8 @@ SECTIONS: dict[str, str] = {
     "secondderiv": "8. Higher derivatives with create_graph=True",
     # notebook 4
     "hvp": "7. Exercise: `hvp` (graded, 4 points)",
-    "penalty": "11. Exercise: `gradient_penalty` (graded, 3 points)",
+    # notebook 5
+    "penalty": "4. Exercise: `gradient_penalty` (graded, 3 points)",
 }
 
 #: How the student's functions are called, as shown in messages.
@@ -52,7 +53,7 @@ MISTAKE_SECTIONS: dict[str, str] = {
     "hvp_forms_hessian": "6. Hessian-vector products: double backward and forward-over-reverse",
     "hvp_returned_jvp_pair": "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`",
     "hvp_no_create_graph": "6. Hessian-vector products: double backward and forward-over-reverse",
-    "penalty_no_create_graph": "10. Capstone: a gradient penalty through your own Functions",
+    "penalty_no_create_graph": "3. Capstone: a gradient penalty through your own Functions",  # notebook 5
 }
 
 #: Every mistake a check here can report (a key of ``grader.spec.messages``), with the fields its finding fills
