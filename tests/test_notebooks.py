@@ -22,16 +22,20 @@ from grader.classroom.notebooks import LEAK_MARKERS, canonical, problems
 NOTEBOOKS = sorted(p.name for p in SOLUTIONS.glob("*.ipynb"))
 CUSTOM_FUNCTION_EXERCISES = set(EXERCISES)  # square, exp, sinh, cube, linear, ...
 # Answer cells that are not exercises: students paste earlier answers there; their released stub runs.
-PASTE_CELLS = {"own-functions": ("04_modern_functions.ipynb", ("Square", "Exp", "Sinh", "sinh", "Cube", "CubeBackward"))}
+PASTE_CELLS = {
+    "own-functions": ("04_modern_functions.ipynb", ("Square", "Exp", "Sinh", "sinh", "Cube", "CubeBackward")),
+    "capstone-functions": ("05_markers_and_capstone.ipynb",
+                           ("Square", "Exp", "Sinh", "sinh", "Cube", "CubeBackward", "Softplus")),
+}
 
 
 def read(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(str(path), as_version=4)
 
 
-def test_there_are_four_notebooks_and_each_has_a_student_version():
+def test_there_are_five_notebooks_and_each_has_a_student_version():
     assert NOTEBOOKS == ["01_autograd_basics.ipynb", "02_custom_function.ipynb", "03_double_backward.ipynb",
-                         "04_modern_functions.ipynb"]
+                         "04_modern_functions.ipynb", "05_markers_and_capstone.ipynb"]
     assert sorted(p.name for p in RELEASE.glob("*.ipynb")) == NOTEBOOKS
 
 
@@ -317,11 +321,16 @@ NOTEBOOK4_CONTRACT = {  # /work/briefs/nb4-contract.md: answer cell -> what it d
 }
 
 
-def test_notebook_4_follows_its_exercise_contract():
-    cells = cells_by_id(SOLUTIONS / "04_modern_functions.ipynb")
-    graded = {gid: nbgrader_meta(c)["points"] for gid, c in cells.items() if nbgrader_meta(c).get("grade")}
-    assert graded == {gid: pts for _, tests in NOTEBOOK4_CONTRACT.values() for gid, pts in tests.items()}
-    assert sum(graded.values()) == 17
+def test_notebooks_4_and_5_follow_their_exercise_contract():
+    """Notebook 4's exercises were split over notebooks 4 and 5 (issue 32): the same grade ids and points, 17 in
+    all, softplus and hvp in notebook 4 (10), sortvalues and penalty in notebook 5 (7)."""
+    four, five = (cells_by_id(SOLUTIONS / name) for name in ("04_modern_functions.ipynb", "05_markers_and_capstone.ipynb"))
+    graded4, graded5 = ({gid: nbgrader_meta(c)["points"] for gid, c in cells.items() if nbgrader_meta(c).get("grade")}
+                        for cells in (four, five))
+    assert {**graded4, **graded5} == {gid: pts for _, tests in NOTEBOOK4_CONTRACT.values() for gid, pts in tests.items()}
+    assert sum(graded4.values()) == 10 and sum(graded5.values()) == 7
+    assert {g.split("-")[0] for g in graded4} == {"softplus", "hvp"}
+    cells = {**four, **five}
     for exercise, (needles, tests) in NOTEBOOK4_CONTRACT.items():
         for needle in needles:
             assert needle in cells[exercise].source, f"answer cell {exercise!r} lacks {needle!r}"
@@ -331,20 +340,24 @@ def test_notebook_4_follows_its_exercise_contract():
             assert len(set(calls)) == 1 and len(calls) >= 2, cells[test_id].source
 
 
-def test_notebook_4_section_headings_are_those_the_grader_points_to():
-    headings = [line.removeprefix("## ") for c in read(SOLUTIONS / "04_modern_functions.ipynb").cells
+def test_notebook_4_and_5_section_headings_are_those_the_grader_points_to():
+    def headings(name: str) -> list[str]:
+        return [line.removeprefix("## ") for c in read(SOLUTIONS / name).cells
                 if c.cell_type == "markdown" for line in c.source.splitlines() if line.startswith("## ")]
-    assert headings[1:14] == [
+
+    assert headings("04_modern_functions.ipynb")[1:] == [
         "1. The `setup_context` style: `forward` without `ctx`", "2. `torch.func` over a custom Function",
         "3. `vmap`: `generate_vmap_rule` or your own `vmap` rule",
         "4. Forward mode: `jvp`, dual tensors and `torch.func.jvp`", "5. Exercise: `Softplus` (graded, 6 points)",
         "6. Hessian-vector products: double backward and forward-over-reverse",
-        "7. Exercise: `hvp` (graded, 4 points)",
-        "8. Flags and markers: `once_differentiable`, `mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`",
-        "9. Exercise: `SortValues` (graded, 4 points)",
-        "10. Capstone: a gradient penalty through your own Functions",
-        "11. Exercise: `gradient_penalty` (graded, 3 points)",
-        "12. Beyond this course: `torch.compile`, `torch.library.custom_op`, and no Function at all", "13. Summary"]
+        "7. Exercise: `hvp` (graded, 4 points)", "8. Summary"]
+    assert headings("05_markers_and_capstone.ipynb") == [
+        "0. Your Functions from notebooks 3 and 4",
+        "1. Flags and markers: `once_differentiable`, `mark_non_differentiable`, `set_materialize_grads`, `mark_dirty`",
+        "2. Exercise: `SortValues` (graded, 4 points)",
+        "3. Capstone: a gradient penalty through your own Functions",
+        "4. Exercise: `gradient_penalty` (graded, 3 points)",
+        "5. Beyond this course: `torch.compile`, `torch.library.custom_op`, and no Function at all", "6. Summary"]
 
 
 # --- they run ---------------------------------------------------------------------------------------
@@ -374,20 +387,24 @@ def test_solution_notebook_runs_top_to_bottom_without_error_or_stderr(name, assi
 
 
 @pytest.mark.slow
-def test_released_notebook_4_runs_to_the_end_with_every_exercise_unwritten(tmp_path):
+@pytest.mark.parametrize("name, exercises, pasted", [
+    ("04_modern_functions.ipynb", ("softplus", "hvp"), "Square, Exp, Sinh, sinh, Cube, CubeBackward"),
+    ("05_markers_and_capstone.ipynb", ("sortvalues", "penalty"), "Square, Exp, Sinh, sinh, Cube, CubeBackward, Softplus"),
+])
+def test_released_notebooks_4_and_5_run_to_the_end_with_every_exercise_unwritten(name, exercises, pasted, tmp_path):
     """Restart & Run All on the untouched student notebook: the teaching cells skip what needs an unwritten
     exercise, saying so, instead of stopping the run (the self-check cells are left out here)."""
     from nbclient import NotebookClient
 
-    nb = read(RELEASE / "04_modern_functions.ipynb")
+    nb = read(RELEASE / name)
     nb.cells = [c for c in nb.cells if not nbgrader_meta(c).get("grade")]
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert [o for o in outputs if o.output_type == "error" or o.get("name") == "stderr"] == []
     skipped = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
-    for exercise in ("softplus", "sortvalues", "hvp"):
+    for exercise in exercises:
         assert f"○ skipped: exercise '{exercise}' is not done yet" in skipped, exercise
-    assert "○ skipped: paste your Square, Exp, Sinh, sinh, Cube, CubeBackward" in skipped
+    assert f"○ skipped: paste your {pasted}" in skipped
 
 
 def _not_done_yet(languages: tuple[str, ...]) -> re.Pattern:

@@ -90,7 +90,8 @@ def graded():
         _edit(root, "pat", worth_100)
         _edit(root, "dell", _without("exp-structure"))
         _edit(root, "dana", _without("sinh"))
-        for notebook in ("01_autograd_basics", "02_custom_function", NOTEBOOK, "04_modern_functions"):
+        for notebook in ("01_autograd_basics", "02_custom_function", NOTEBOOK, "04_modern_functions",
+                         "05_markers_and_capstone"):
             _edit(root, "hal", _as_jupyterlab_saves_it, notebook)
         first = make(root, "autograde")
         assert first.returncode == 0, first.stdout[-4000:]

@@ -414,7 +414,7 @@ def test_a_forgery_earns_no_points_for_a_wrong_backward(case_file):
     assert not wrong, f"{case_file}: " + "; ".join(wrong)
 
 
-NB4 = "04_modern_functions.ipynb"
+NB4, NB5 = "04_modern_functions.ipynb", "05_markers_and_capstone.ipynb"
 NB4_ATTACKS = sorted(p.name for p in CASES.glob("nb4-*.py"))
 
 
@@ -427,15 +427,17 @@ def test_an_attack_on_notebook_4s_checks_earns_nothing_for_its_wrong_part(case_f
     from test_adversarial import read_case
 
     case = read_case(CASES / case_file)
-    (attacker,) = _grade_in_one_worker([_attacker(case_file, NB4)])
-    # Never more than expected; exactly as expected unless grading stopped early (a loaded machine's timeout).
-    lowest = 1 if attacker["problem"] else 0
-    wrong = {exercise: score for exercise, score in attacker["scores"].items()
-             if not case.expect.get(exercise, (0.0, 0.0))[0] * (1 - lowest) <= score
-             <= case.expect.get(exercise, (0.0, 0.0))[1]}
-    assert not wrong, f"{case_file}: {wrong} (expected {case.expect}): {attacker}"
+    assert set(case.notebooks) <= {NB4, NB5}, case.notebooks  # notebook 4's exercises, split over 4 and 5
+    attackers = _grade_in_one_worker([_attacker(case_file, notebook) for notebook in case.notebooks])
+    for attacker in attackers:
+        # Never more than expected; exactly as expected unless grading stopped early (a loaded machine's timeout).
+        lowest = 1 if attacker["problem"] else 0
+        wrong = {exercise: score for exercise, score in attacker["scores"].items()
+                 if not case.expect.get(exercise, (0.0, 0.0))[0] * (1 - lowest) <= score
+                 <= case.expect.get(exercise, (0.0, 0.0))[1]}
+        assert not wrong, f"{case_file}: {wrong} (expected {case.expect}): {attacker}"
     if case.flagged:
-        assert attacker["flags"], f"{case_file}: not flagged: {attacker}"
+        assert any(a["flags"] for a in attackers), f"{case_file}: not flagged: {attackers}"
 
 
 @pytest.mark.parametrize("switch_off", [

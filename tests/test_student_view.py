@@ -334,8 +334,9 @@ def test_in_a_kernel_a_self_check_reports_what_autograding_would_refuse_with_its
 @pytest.mark.slow
 def test_run_all_with_softplus_unfinished_reaches_the_end_and_blames_no_other_exercise(tmp_path, monkeypatch):
     """Notebook 4 in the student's kernel with everything written but Softplus (its released stub): Restart & Run
-    All reaches the end, Softplus's self-checks say it is not done yet, and the hvp and penalty self-checks pass,
-    naming Softplus's cell as the one that keeps some probes from counting. Old code: hvp's first self-check raised
+    All reaches the end, Softplus's self-checks say it is not done yet, and the hvp self-checks pass,
+    naming Softplus's cell as the one that keeps some probes from counting (the penalty, in notebook 5 since
+    issue 32, has its own test below). Old code: hvp's first self-check raised
     "hvp(f, x, v) is not implemented yet ... answer cell `hvp`" and stopped Run All there."""
     from nbclient import NotebookClient
 
@@ -354,8 +355,36 @@ def test_run_all_with_softplus_unfinished_reaches_the_end_and_blames_no_other_ex
         assert not [o for o in cell.outputs if o.output_type == "error" or o.get("name") == "stderr"], (grade_id,
                                                                                                         cell.outputs)
         printed[grade_id] = "".join(o.get("text", "") for o in cell.outputs)
-    for grade_id in ("hvp-double-backward", "hvp-forward-over-reverse", "penalty-value", "penalty-gradient"):
+    for grade_id in ("hvp-double-backward", "hvp-forward-over-reverse"):
         text = printed[grade_id]
         assert text.startswith("✓ ") and "not counted: the probes through your Softplus" in text, (grade_id, text)
         assert "answer cell `softplus`" in text and "answer cell `hvp`" not in text, text
+
+
+@pytest.mark.slow
+def test_notebook_5_with_nothing_pasted_runs_to_the_end_and_its_exercises_keep_their_points(tmp_path, monkeypatch):
+    """Notebook 5 in the student's kernel with SortValues and gradient_penalty written and section 0 left as
+    released (nothing pasted from notebooks 3 and 4): Run All reaches the end, the capstone says it runs with
+    PyTorch's functions, and every self-check passes: the penalty's probe through Softplus waits for the paste
+    instead of costing a point (issue 32: the capstone moved to notebook 5, which asks for Softplus to be pasted)."""
+    from nbclient import NotebookClient
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    nb = nbformat.read(str(SOLUTIONS / "05_markers_and_capstone.ipynb"), as_version=4)
+    released = cells_by_id(RELEASE / "05_markers_and_capstone.ipynb")
+    for cell in nb.cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "capstone-functions":
+            cell.source = released["capstone-functions"].source
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    printed = {}
+    for cell in code:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        assert not [o for o in cell.outputs if o.output_type == "error" or o.get("name") == "stderr"], (grade_id,
+                                                                                                        cell.outputs)
+        printed[grade_id] = "".join(o.get("text", "") for o in cell.outputs)
+    assert "section 0 is not pasted yet" in "".join(printed.values())
+    for grade_id in ("sortvalues-forward", "sortvalues-first-order", "sortvalues-structure", "penalty-value",
+                     "penalty-gradient"):
+        assert printed[grade_id].startswith("✓ "), (grade_id, printed[grade_id])
     assert "not done yet: exercise 'softplus' still raises NotImplementedError" in printed["softplus-forward"]

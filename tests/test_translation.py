@@ -18,9 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = translation.notebooks()
 
 
-def test_the_course_has_its_four_notebooks_to_translate():
+def test_the_course_has_its_five_notebooks_to_translate():
     assert [p.name for p in NOTEBOOKS] == ["01_autograd_basics.ipynb", "02_custom_function.ipynb",
-                                           "03_double_backward.ipynb", "04_modern_functions.ipynb"]
+                                           "03_double_backward.ipynb", "04_modern_functions.ipynb",
+                                           "05_markers_and_capstone.ipynb"]
 
 
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.stem)

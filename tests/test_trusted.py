@@ -120,19 +120,26 @@ def test_a_cell_with_top_level_await_still_runs_as_in_a_kernel(sandbox_shell):
 
 @pytest.mark.slow
 def test_an_unfinished_softplus_costs_its_own_cells_and_nothing_on_hvp_or_the_penalty(tmp_path):
-    """Notebook 4 with hvp and gradient_penalty written right, notebook 3's Functions pasted and Softplus still the
-    released stub, graded as autograde grades it: Softplus's cells score 0; every hvp and penalty cell passes, and
-    says which probes it did not count and that Softplus's cell is the one to fix. Old code: the four hvp/penalty
-    cells failed with "hvp(f, x, v) is not implemented yet ... in the answer cell `hvp`" (7 points)."""
-    solved = cells_by_id(SOLUTIONS / "04_modern_functions.ipynb")
-    build_submission(RELEASE, {grade_id: solved[grade_id].source for grade_id in ("own-functions", "hvp", "penalty")},
-                     tmp_path)
+    """Notebook 4 with hvp written right, notebook 3's Functions pasted and Softplus still the released stub, graded
+    as autograde grades it: Softplus's cells score 0; every hvp cell passes, and says which probes it did not count
+    and that Softplus's cell is the one to fix. Old code: the hvp cells failed with "hvp(f, x, v) is not implemented
+    yet ... in the answer cell `hvp`". Notebook 5 (issue 32: the penalty moved there) with gradient_penalty right and
+    nothing pasted into its section 0: every penalty cell passes (the probe through Softplus waits for the paste)."""
+    four, five = (cells_by_id(SOLUTIONS / name) for name in ("04_modern_functions.ipynb", "05_markers_and_capstone.ipynb"))
+    build_submission(RELEASE, {"own-functions": four["own-functions"].source, "hvp": four["hvp"].source,
+                               "penalty": five["penalty"].source}, tmp_path)
     result = runner.grade_notebook(tmp_path / "04_modern_functions.ipynb", SOLUTIONS / "04_modern_functions.ipynb")
     cells = {c.grade_id: c for c in result.cells}
     assert {g: c.status for g, c in cells.items() if g.startswith("softplus-")} == dict.fromkeys(
         [g for g in cells if g.startswith("softplus-")], "failed")
-    for grade_id in ("hvp-double-backward", "hvp-forward-over-reverse", "penalty-value", "penalty-gradient"):
+    for grade_id in ("hvp-double-backward", "hvp-forward-over-reverse"):
         cell = cells[grade_id]
         assert (cell.status, cell.points) == ("passed", cell.max_points), (grade_id, cell.message)
         assert "not counted: the probes through your Softplus" in cell.message, (grade_id, cell.message)
         assert "answer cell `softplus`" in cell.message and "answer cell `hvp`" not in cell.message, cell.message
+    result = runner.grade_notebook(tmp_path / "05_markers_and_capstone.ipynb",
+                                   SOLUTIONS / "05_markers_and_capstone.ipynb")
+    cells = {c.grade_id: c for c in result.cells}
+    for grade_id in ("penalty-value", "penalty-gradient"):
+        cell = cells[grade_id]
+        assert (cell.status, cell.points) == ("passed", cell.max_points), (grade_id, cell.message)

@@ -1,7 +1,7 @@
 # notebook: 04_modern_functions.ipynb
 # cell: hvp
 # others: solution
-# expect: softplus=6 sortvalues=4 hvp=2 penalty=3
+# expect: softplus=6 hvp=2
 # bound: 20
 # policy: off
 # class: guard-reach

@@ -1,7 +1,7 @@
 # notebook: 04_modern_functions.ipynb
 # cell: softplus
 # others: solution
-# expect: softplus=5 sortvalues=4 hvp=4 penalty=3
+# expect: softplus=5 hvp=4
 # bound: 20
 # policy: off
 # class: forgeries4

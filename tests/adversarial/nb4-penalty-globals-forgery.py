@@ -1,7 +1,7 @@
-# notebook: 04_modern_functions.ipynb
+# notebook: 05_markers_and_capstone.ipynb
 # cell: penalty
 # others: solution
-# expect: softplus=6 sortvalues=4 hvp=4 penalty=1
+# expect: sortvalues=4 penalty=1
 # bound: 20
 # policy: off
 # class: forgeries4

@@ -1,4 +1,4 @@
-# notebook: 04_modern_functions.ipynb
+# notebook: 04_modern_functions.ipynb 05_markers_and_capstone.ipynb
 # cell: hvp penalty
 # others: solution
 # expect: softplus=6 sortvalues=4 hvp=0 penalty=1

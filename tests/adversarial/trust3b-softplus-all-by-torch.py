@@ -1,7 +1,7 @@
 # notebook: 04_modern_functions.ipynb
 # cell: softplus
 # others: solution
-# expect: softplus=0..2 sortvalues=4 hvp=4 penalty=3
+# expect: softplus=0..2 hvp=4
 # bound: 20
 # class: trust3b
 # why: Softplus with neither derivative written: backward returns torch.func.jvp(F.softplus, (x,),

@@ -1,7 +1,7 @@
 # notebook: 04_modern_functions.ipynb
 # cell: softplus
 # others: solution
-# expect: softplus=0..5 sortvalues=4 hvp=4 penalty=3
+# expect: softplus=0..5 hvp=4
 # bound: 20
 # class: trust3b
 # why: Softplus's backward is the student's own (right), but its jvp writes no tangent: it returns

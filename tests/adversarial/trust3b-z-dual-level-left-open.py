@@ -1,7 +1,7 @@
 # notebook: 04_modern_functions.ipynb
 # cell: none
 # others: solution
-# expect: softplus=6 sortvalues=4 hvp=4 penalty=3
+# expect: softplus=6 hvp=4
 # bound: 20
 # class: trust3b
 # flagged: none
