@@ -603,7 +603,8 @@ def _assert_message_shape(failure: BaseException) -> None:
         assert "(See section" not in lines[-1] and "tell your instructor" in lines[-1]
     else:
         heading = basics.MISTAKE_SECTIONS.get(finding.mistake, basics.SECTIONS[finding.exercise])
-        assert lines[-1].endswith(f'(See section "{heading}".)'), lines[-1]
+        assert lines[-1].endswith(f'(See section {basics.section(finding.exercise, finding.mistake)}.)'), lines[-1]
+        assert f'"{heading}"' in lines[-1], lines[-1]
         signature = basics.SIGNATURES.get(finding.check) or basics.SIGNATURES[finding.exercise]
         assert finding.probe.startswith(signature + " with "), finding.probe
     assert 2 <= len(lines) <= 7, message

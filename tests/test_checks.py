@@ -285,3 +285,35 @@ def test_the_softplus_reference_has_softplus_derivatives_everywhere(dtype):
     assert torch.allclose(y.detach().double(), torch.logaddexp(exact, torch.zeros_like(exact)), **tol)
     assert torch.allclose(first.double(), sigmoid, **tol), first
     assert torch.allclose(second.double(), sigmoid * (1 - sigmoid), **tol), second
+
+
+def _hint_of(entry_id: str, suffix: str, language: str = "en") -> str:
+    """The hint line a catalogued mistake's test cell ``suffix`` prints, in ``language``."""
+    entry = next(e for e in MISTAKES if e.id == entry_id)
+    with messages.using(language):
+        text = outcomes(entry.exercise, entry.load())[suffix][1]
+        label = messages.say("label_hint").strip()
+    return next(line for line in text.splitlines() if line.strip().startswith(label))
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("entry_id, suffix", [("sinh-extra-output-term-sign", "second-order"),
+                                              ("sinh-second-derivative-wrong-sign", "second-order"),
+                                              ("sinh-derivative-minus-cosh", "first-order")])
+def test_a_sinh_sign_mistake_gets_sinh_s_own_hint_not_cube_s(entry_id, suffix, language):
+    """Sinh's second derivative wrong was told 'for Cube, that formula is CubeBackward.backward's'. Sinh's hint leads
+    to the check notebook 3 teaches (its section 4, hint 3: the derivatives at x = 0) and does not give the answer."""
+    hint = _hint_of(entry_id, suffix, language)
+    assert "Cube" not in hint, hint
+    assert "x = 0" in hint and "Sinh" in hint, hint
+    for answer in ("cosh(x)", "grad_expnegx * expnegx", "grad_expx * expx", "(expx + expnegx)", "−1", "-1"):
+        assert answer not in hint, f"the hint gives the answer away ({answer!r}): {hint}"
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_wrong_second_derivative_names_cube_backward_only_for_cube(language):
+    cube = _hint_of("cube-backward-backward-wrong-saved", "second-order", language)
+    assert "CubeBackward.backward" in cube, cube
+    for exercise in ("square", "exp", "sinh", "linear", "softplus"):
+        key = messages.for_exercise("second_derivative_wrong", exercise)
+        assert "Cube" not in messages.message(key, language).hint, (exercise, key)

@@ -45,15 +45,20 @@ class Finding:
             return template
 
     @property
+    def _key(self) -> str:
+        """The message said: the mistake's own, or its variant for this exercise (``messages.for_exercise``)."""
+        return messages.for_exercise(self.mistake, self.exercise)
+
+    @property
     def title(self) -> str:
-        return self._format(messages.message(self.mistake, self.language).title)
+        return self._format(messages.message(self._key, self.language).title)
 
     @property
     def hint(self) -> str:
         # A hint that points at "the line shown above" has a variant for when no line is shown.
         if not self.code and f"{self.mistake}_no_line" in messages.EN:
             return self._format(messages.message(f"{self.mistake}_no_line", self.language).hint)
-        return self._format(messages.message(self.mistake, self.language).hint)
+        return self._format(messages.message(self._key, self.language).hint)
 
     def render(self) -> str:
         with messages.using(self.language):

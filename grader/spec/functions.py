@@ -44,7 +44,14 @@ SIGNATURES: dict[str, str] = {
 }
 
 
-#: Sections that teach a mistake better than its exercise's own section does.
+#: The notebook each exercise is in: a section of another notebook is cited with that notebook's name.
+NOTEBOOKS: dict[str, str] = {
+    "vjp": "01_autograd_basics.ipynb", "accumulate": "01_autograd_basics.ipynb",
+    "secondderiv": "01_autograd_basics.ipynb", "hvp": "04_modern_functions.ipynb", "penalty": "04_modern_functions.ipynb",
+}
+
+#: Sections that teach a mistake better than its exercise's own section does (in the exercise's notebook, unless
+#: MISTAKE_NOTEBOOKS names another).
 MISTAKE_SECTIONS: dict[str, str] = {
     "returned_tuple": "4. Vector outputs and grad_outputs",
     "accumulate_backward_twice": "6. backward frees the graph: retain_graph",
@@ -55,6 +62,9 @@ MISTAKE_SECTIONS: dict[str, str] = {
     "hvp_no_create_graph": "6. Hessian-vector products: double backward and forward-over-reverse",
     "penalty_no_create_graph": "3. Capstone: a gradient penalty through your own Functions",  # notebook 5
 }
+#: Mistakes any exercise may make whose section is in one notebook: notebook 4's hvp returning autograd.grad's tuple
+#: was sent to "4. Vector outputs and grad_outputs" as if notebook 4 had it (its section 4 is forward mode).
+MISTAKE_NOTEBOOKS: dict[str, str] = {"returned_tuple": "01_autograd_basics.ipynb"}
 
 #: Every mistake a check here can report (a key of ``grader.spec.messages``), with the fields its finding fills
 #: besides ``exercise`` and ``function`` (the student's function as called, e.g. ``second_derivative(f, x)``),
@@ -151,7 +161,11 @@ def section(exercise: str, mistake: str) -> str:
         return ""
     from grader.spec.messages import heading_in, say
 
-    return say("section_here", heading=heading_in(MISTAKE_SECTIONS.get(mistake, SECTIONS[exercise])))
+    heading = heading_in(MISTAKE_SECTIONS.get(mistake, SECTIONS[exercise]))
+    notebook = MISTAKE_NOTEBOOKS.get(mistake, NOTEBOOKS[exercise]) if mistake in MISTAKE_SECTIONS else NOTEBOOKS[exercise]
+    if notebook == NOTEBOOKS[exercise]:
+        return say("section_here", heading=heading)
+    return say("section_in_notebook", heading=heading, notebook=notebook)
 
 
 # A matrix product whose shapes do not line up (v @ J with J of shape f(x).shape + x.shape), as PyTorch words it.

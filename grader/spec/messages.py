@@ -174,6 +174,13 @@ EN: dict[str, Message] = {
         "the gradient for `{name}` has the wrong sign.",
         "Re-derive d({formula})/d{name}; a minus sign crept in (or is missing).",
     ),
+    # Sinh's derivatives are the student's to derive (notebook 3, section 4): check them at x = 0, don't give them.
+    "wrong_sign:sinh": Message(
+        "the gradient for `{name}` has the wrong sign.",
+        "Check your backward on paper at x = 0, as the Sinh section's hint 3 does: with grad_out = 1 and the two "
+        "other gradients 0, it must give the slope of sinh at 0, which is positive (cosh(0) = 1). Compare the sign of "
+        "each of your terms there with the expected and received values above, then re-derive the one that is off.",
+    ),
     "scaled_gradient": Message(
         "the gradient for `{name}` is off by a constant factor of {factor}.",
         "Re-derive d({formula})/d{name}: a constant is missing or extra (e.g. the 2 in 2x, the 3 in 3x²).",
@@ -241,7 +248,22 @@ EN: dict[str, Message] = {
     "second_derivative_wrong": Message(
         "the derivative of your gradient with respect to `{name}` is wrong.",
         "Differentiate the formula your backward returns once more by hand and compare it, term by term, with the "
-        "numbers above (for Cube, that formula is CubeBackward.backward's).",
+        "numbers above.",
+    ),
+    "second_derivative_wrong:cube": Message(
+        "the derivative of your gradient with respect to `{name}` is wrong.",
+        "Double backward goes through CubeBackward.backward: it must return the derivative of what "
+        "CubeBackward.forward computes (grad_out · 3x²) with respect to each of its inputs, times the gradient it "
+        "receives. Check which tensor you pass to each helper: the gradient backward receives, or the grad_out and "
+        "x that forward saved; compare with the numbers above.",
+    ),
+    "second_derivative_wrong:sinh": Message(
+        "the derivative of your gradient with respect to `{name}` is wrong.",
+        "Your first derivative is right; double backward reaches x through eˣ and e⁻ˣ, outputs of Sinh, so autograd "
+        "calls Sinh.backward again with their gradients in grad_expx and grad_expnegx. Check those two terms on "
+        "paper at x = 0, as the Sinh section's hint 3 does: with grad_expx = 1 and the others 0, your backward must "
+        "give the slope of eˣ at 0; with grad_expnegx = 1, the slope of e⁻ˣ at 0 (mind its sign). Together they "
+        "make sinh's second derivative, which is sinh(0) = 0 at x = 0; compare with the numbers above.",
     ),
     "second_derivative_overflow": Message(
         "the derivative of your gradient with respect to `{name}` is {value} at x = {x}, where PyTorch's is finite: "
@@ -1170,6 +1192,13 @@ def message(mistake: str, language: str | None = None) -> Message:
     """The message for ``mistake`` in ``language`` (default: ``current()``), falling back to English."""
     table = TABLES.get(language or current(), EN)
     return table.get(mistake) or EN[mistake]
+
+
+def for_exercise(mistake: str, exercise: str) -> str:
+    """The key of ``mistake``'s message for ``exercise``: its variant ``'<mistake>:<exercise>'`` when the table has
+    one (a hint that names what that exercise's notebook section teaches), else ``mistake``."""
+    variant = f"{mistake}:{exercise}"
+    return variant if variant in EN else mistake
 
 
 def say(key: str, /, **fields: object) -> str:
