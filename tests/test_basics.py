@@ -1152,9 +1152,17 @@ SECOND_ORDER_WRONG: list[tuple[str, Callable[..., Any], Callable[[], dict[str, A
     ("check_hvp", hvp_normalises_v, _notebook4, "hvp_wrong"),
     ("check_hvp", _answer("hvp"), lambda: _notebook4(None), "hvp_needs_function"),
     ("check_penalty_value", penalty_abs, _notebook4, "penalty_wrong"),
-    ("check_penalty_value", _answer("gradient_penalty"), lambda: _notebook4(None), "hvp_needs_function"),
     ("check_penalty_gradient", penalty_half_detached, _notebook4, "penalty_gradient_wrong"),
 ]
+
+
+@pytest.mark.parametrize("check", ["check_penalty_value", "check_penalty_gradient"])
+def test_a_penalty_is_not_charged_for_a_softplus_not_pasted_into_notebook_5(check):
+    """Notebook 5 asks for Softplus to be pasted from notebook 4 (section 0, not graded): the penalty's probe through
+    it is left out while it is missing, and a right gradient_penalty keeps its points (issue 32's split). Before the
+    split, Softplus was notebook 4's own exercise and always defined there; a missing one was charged
+    (hvp_needs_function)."""
+    _second_order_check(check, _answer("gradient_penalty"), _notebook4(None))
 
 
 @pytest.mark.parametrize("check, fn, ns, mistake", SECOND_ORDER_WRONG,
@@ -1359,6 +1367,8 @@ def _judge_attack(case_file: str) -> None:
     points = {"hvp": {"check_hvp": 2, "check_hvp_forward_over_reverse": 2},
               "penalty": {"check_penalty_value": 1, "check_penalty_gradient": 2}}
     for exercise in ("hvp", "penalty"):
+        if exercise not in expect:  # the attack's notebook holds the other one (notebooks 4 and 5)
+            continue
         earned = 0.0
         for check, worth in points[exercise].items():
             try:
