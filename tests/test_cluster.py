@@ -479,7 +479,7 @@ def test_a_scheduler_lost_in_the_middle_of_a_class_stops_grading_and_charges_nob
     student. Autograde stops with one line; what was recorded before is right; nobody is charged."""
     root = workdir / "demo-scheduler-lost"
     _demo_course(root, template)
-    per_student = len(list((course.REPO / "solutions" / course.ASSIGNMENT).glob("*.ipynb")))  # 4 since notebook 4
+    per_student = len(list((course.REPO / "solutions" / course.ASSIGNMENT).glob("*.ipynb")))  # 5 since notebook 6 (the labs)
     folder = Path(tempfile.mkdtemp(prefix="dask-lost-"))
     own = Loopback(folder)
     try:

@@ -101,7 +101,7 @@ def entries():
 def test_the_glossary_is_checked_against_every_catalogue():
     assert [p.name for p in CATALOGUES] == ["01_autograd_basics.po", "02_custom_function.po",
                                            "03_double_backward.po", "04_modern_functions.po",
-                                           "05_markers_and_capstone.po", "messages.po"]
+                                           "05_markers_and_capstone.po", "06_labs.po", "messages.po"]
     assert sum(1 for _ in entries()) > 1000
 
 

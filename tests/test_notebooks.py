@@ -27,15 +27,17 @@ PASTE_CELLS = {
     "capstone-functions": ("05_markers_and_capstone.ipynb",
                            ("Square", "Exp", "Sinh", "sinh", "Cube", "CubeBackward", "Softplus")),
 }
+# Notebooks without exercises: no answer or test cell, no points; every code cell but the imports is a demo.
+UNGRADED = {"06_labs.ipynb"}
 
 
 def read(path: Path) -> nbformat.NotebookNode:
     return nbformat.read(str(path), as_version=4)
 
 
-def test_there_are_five_notebooks_and_each_has_a_student_version():
+def test_there_are_six_notebooks_and_each_has_a_student_version():
     assert NOTEBOOKS == ["01_autograd_basics.ipynb", "02_custom_function.ipynb", "03_double_backward.ipynb",
-                         "04_modern_functions.ipynb", "05_markers_and_capstone.ipynb"]
+                         "04_modern_functions.ipynb", "05_markers_and_capstone.ipynb", "06_labs.ipynb"]
     assert sorted(p.name for p in RELEASE.glob("*.ipynb")) == NOTEBOOKS
 
 
@@ -231,7 +233,7 @@ def test_graded_cells_follow_the_contract(name):
     answers = [nbgrader_meta(c)["grade_id"] for c in cells
                if nbgrader_meta(c).get("solution") and nbgrader_meta(c)["grade_id"] not in PASTE_CELLS]
     tests = [(nbgrader_meta(c), c.source) for c in cells if nbgrader_meta(c).get("grade")]
-    assert len(answers) >= (3 if name.startswith("01") else 1)
+    assert len(answers) >= (0 if name in UNGRADED else 3 if name.startswith("01") else 1)
     for exercise in answers:
         mine = [(m, src) for m, src in tests if m["grade_id"].startswith(exercise + "-")]
         assert mine, f"{name}: exercise {exercise!r} has no test cell named '{exercise}-...'"
@@ -321,6 +323,28 @@ NOTEBOOK4_CONTRACT = {  # /work/briefs/nb4-contract.md: answer cell -> what it d
 }
 
 
+@pytest.mark.parametrize("name", sorted(UNGRADED))
+def test_the_labs_notebook_is_ungraded_and_grading_skips_every_cell_but_the_imports(name):
+    """Notebook 6 (the labs) carries no points: no nbgrader cell at all, so the course's 57 points stay as they are.
+    Every code cell is tagged demo (grader.judge.runner.DEMO_TAG), so grading runs nothing of it but the imports;
+    each lab is a numbered section ending with a "Try it" cell."""
+    from grader.judge.runner import DEMO_TAG
+
+    for assignment in ("autograd", "autograd-zh"):
+        for folder in ("solutions", "notebooks"):
+            nb = read(REPO / folder / assignment / name)
+            assert not [c.id for c in nb.cells if nbgrader_meta(c)], f"{folder}/{assignment}/{name}: an nbgrader cell"
+    cells = read(SOLUTIONS / name).cells
+    code = [c for c in cells if c.cell_type == "code"]
+    not_demo = [c.id for c in code if DEMO_TAG not in (c.metadata.get("tags") or [])]
+    assert not_demo == ["labs-setup"] and all(not line or line.startswith(("import ", "from ", "torch.manual_seed(",
+                                                                           "print("))
+                                              for line in code[0].source.splitlines())
+    headings = [c.source.splitlines()[0] for c in cells if c.cell_type == "markdown" and c.source.startswith("## ")]
+    assert [h.split(".")[0] for h in headings] == [f"## {n}" for n in range(1, 6)], headings
+    assert sum("# Try:" in c.source for c in code) == 5
+
+
 def test_notebooks_4_and_5_follow_their_exercise_contract():
     """Notebook 4's exercises were split over notebooks 4 and 5 (issue 32): the same grade ids and points, 17 in
     all, softplus and hvp in notebook 4 (10), sortvalues and penalty in notebook 5 (7)."""
@@ -381,7 +405,7 @@ def test_solution_notebook_runs_top_to_bottom_without_error_or_stderr(name, assi
     assert stderr == [], f"{name} wrote to stderr (nbgrader scores such cells 0): {stderr}"
     errors = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert errors == []
-    if shutil.which("dot") and not name.startswith("01"):
+    if shutil.which("dot") and not name.startswith("01") and name not in UNGRADED:  # the labs draw no graph
         svgs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/svg+xml" in o.get("data", {})]
         assert svgs, f"{name}: no autograd graph was drawn although Graphviz is installed"
 

@@ -18,7 +18,9 @@ from grader.judge import runner
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((ROOT / "solutions" / "autograd").glob("*.ipynb"))
 # Playground cells that show Python's internals on purpose (the instructor's demos): refused once a student edits them.
-DEMOS_OF_INTERNALS = ("gc.disable()", "globals()")
+# Notebook 6's lab 5 on purpose calls C through ctypes and registers a custom operator (torch.library), which graded
+# code may not use: its cells (and the later ones using the operator) are refused once edited; they score nothing.
+DEMOS_OF_INTERNALS = ("gc.disable()", "globals()", "ctypes.CDLL(", "torch.library.custom_op(", "erf(t)")
 
 
 def _edited(path: Path) -> nbformat.NotebookNode:
@@ -33,7 +35,7 @@ def _edited(path: Path) -> nbformat.NotebookNode:
 def test_every_cell_edited_the_solutions_score_full_marks_under_the_policy():
     from grader.isolation.pool import Pool
 
-    assert len(SOLUTIONS) == 4, SOLUTIONS
+    assert len(SOLUTIONS) == 5, SOLUTIONS
     with Pool(hide=[Path(tempfile.mkdtemp(prefix="policy-notebooks-"))], workers=1) as pool:
         for path in SOLUTIONS:
             nb = _edited(path)

@@ -21,14 +21,14 @@ NOTEBOOKS = translation.notebooks()
 def test_the_course_has_its_five_notebooks_to_translate():
     assert [p.name for p in NOTEBOOKS] == ["01_autograd_basics.ipynb", "02_custom_function.ipynb",
                                            "03_double_backward.ipynb", "04_modern_functions.ipynb",
-                                           "05_markers_and_capstone.ipynb"]
+                                           "05_markers_and_capstone.ipynb", "06_labs.ipynb"]
 
 
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_a_catalogue_whose_every_entry_is_its_english_rebuilds_the_notebook_byte_for_byte(nb_path):
     nb = nbformat.read(nb_path, as_version=4)
     pot = translation.template(nb_path)
-    assert len(pot) > 100
+    assert len(pot) > (50 if nb_path.name == "06_labs.ipynb" else 100)  # the labs: 76 entries
     for entry in pot:
         entry.msgstr = entry.msgid
     rebuilt = translation.translate_notebook(nb, pot)

@@ -407,4 +407,10 @@ HEADINGS: dict[str, str] = {
     '4. Exercise: `gradient_penalty` (graded, 3 points)': '4. 练习：`gradient_penalty`（计分，3 分）',
     'Training the critic': '训练评判器',
     '5. Beyond this course: `torch.compile`, `torch.library.custom_op`, and no Function at all': '5. 课程之外：`torch.compile`、`torch.library.custom_op`，以及根本不用 Function',
+    'Notebook 6: Labs — saved tensors, debugging, per-sample gradients, mixed precision, custom operators': '笔记本 6：实验 — 保存的张量、调试、逐样本梯度、混合精度、自定义算子',
+    '1. Saved tensors: hooks, offloading and a memory budget': '1. 保存的张量：钩子、卸载与内存预算',
+    "2. Debugging: anomaly mode and `gradcheck`'s options": '2. 调试：异常检测模式与 `gradcheck` 的选项',
+    '3. Per-sample gradients of an `nn.Module`': '3. `nn.Module` 的逐样本梯度',
+    '4. Mixed precision with a custom Function': '4. 自定义 Function 的混合精度',
+    '5. A real custom operator: `torch.library.custom_op` around a C function': '5. 一个真正的自定义算子：用 `torch.library.custom_op` 包装一个 C 函数',
 }
