@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import nbformat
 import pytest
 
 from conftest import EXAMPLES, RELEASE, SOLUTIONS, cells_by_id
@@ -143,3 +144,19 @@ def test_an_unfinished_softplus_costs_its_own_cells_and_nothing_on_hvp_or_the_pe
     for grade_id in ("penalty-value", "penalty-gradient"):
         cell = cells[grade_id]
         assert (cell.status, cell.points) == ("passed", cell.max_points), (grade_id, cell.message)
+
+
+@pytest.mark.slow
+def test_a_notebook_that_scores_nothing_runs_nothing(tmp_path):
+    """Notebook 6 (the labs) has no test cell: grading it runs none of its cells, not even a student's own
+    exploration the policy would refuse, so it costs no worker time and its feedback shows no refusal (issue 29:
+    playgrounds are never refused). Old code: its imports cell ran in a worker, and an edited lab cell that uses
+    ctypes was refused in the feedback of a notebook worth 0 points."""
+    build_submission(RELEASE, {}, tmp_path)
+    path = tmp_path / "06_labs.ipynb"
+    nb = nbformat.read(str(path), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import ctypes\nprint(ctypes.CDLL(None))"))  # a student's exploration
+    nbformat.write(nb, str(path))
+    result = runner.grade_notebook(path, SOLUTIONS / "06_labs.ipynb")
+    assert (result.score, result.max_score, result.cells, result.problem) == (0, 0, [], "")
+    assert result.seconds < 0.5, result.seconds

@@ -211,6 +211,19 @@ def autograde(root: Path, assignment: str = ASSIGNMENT, force: bool = False, job
         return _autograde_locked(root, assignment, force, jobs, db_url, workers, handed_in, len(elsewhere), only)
 
 
+def _ungraded_notebooks(source: Path) -> set[str]:
+    """The instructor's notebooks of an assignment that score nothing (no test cell with points: the labs)."""
+    ungraded = set()
+    for path in source.glob("*.ipynb"):
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        except (OSError, ValueError):
+            continue
+        if not any(c.get("metadata", {}).get("nbgrader", {}).get("grade") for c in cells if isinstance(c, dict)):
+            ungraded.add(path.name)
+    return ungraded
+
+
 def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_url: str, workers: int,
                       handed_in: dict[str, list[Path]], folders_left_out: int, only: Sequence[str] = ()) -> int:
     runner = Nbgrader(root, db_url=db_url, command="autograde")
@@ -220,6 +233,7 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
         say("interrupted while the gradebook was being created: nothing was graded; run make autograde again")
         return 130
     known = {f"{name}.ipynb" for name in notebooks}
+    ungraded = _ungraded_notebooks(root / "solutions" / assignment)
     skipped = []
     files_left_out = 0
     for student, files in handed_in.items():
@@ -246,7 +260,7 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
                 what = f"not a notebook of {assignment} (its notebooks: {', '.join(sorted(known))})"
             runner.quiet |= {runner.shown(f"Skipping unknown notebook: {f}")}
             say(f"    warning: {printable(student)}: {folder}/{printable(f.name)} left out: {what}")
-        never = sorted(missing - hinted)
+        never = sorted(missing - hinted - ungraded)  # (a notebook that scores nothing costs nothing when missing)
         if never and (not only or student in only):  # (nbgrader's own line said only "No submitted file: <path>")
             runner.quiet |= {runner.shown(f"No submitted file: {root / 'submitted' / student / assignment / n}")
                              for n in never}

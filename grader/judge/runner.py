@@ -268,6 +268,12 @@ def _grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float, 
                  hide: list[Path], pool: "Pool | None", judge_seconds: float | None) -> NotebookResult:
     started = time.monotonic()
     result = NotebookResult(name, tests_from)
+    if not any(c.graded for c in cells):
+        # Nothing is scored (an ungraded notebook: the labs), so nothing runs: running its cells would cost a worker
+        # and could only add a refusal to the feedback of code that earns nothing (issue 29: playgrounds are never
+        # refused). Whether a notebook scores anything is the instructor's notebook's to say, never the student's.
+        result.seconds = time.monotonic() - started
+        return result
     from grader.isolation.pool import GRADING
 
     token = GRADING.set(name)  # (a pool that has something to say about this run names the notebook)
