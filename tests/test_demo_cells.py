@@ -65,8 +65,13 @@ def test_grading_does_not_run_a_demo_and_shows_its_saved_outputs_under_a_note():
         with messages.using(language):
             assert note["text"] == "○ " + messages.say("demo_cell") + "\n" and word in note["text"]
         assert saved[0]["text"] == SAVED[0]["text"]
-        after = "".join(o.get("text", "") for o in shown[runner.outputs.source_key(AFTER)])
-        assert after == "6\n" and not result.problem, (shown, result.problem)  # the cells after it ran
+        # nothing here is scored, so nothing ran (runner: a notebook that scores nothing runs nothing): the cell after
+        # the demo shows what the student saved, under the playground note; with a scored cell it runs
+        # (test_the_courses_demo_cells_cannot_change_a_score, and the course's notebooks graded end to end)
+        with messages.using(language):
+            assert [o["text"] for o in shown[runner.outputs.source_key(AFTER)]] == [
+                "○ " + messages.say("playground_cell") + "\n", SAVED[0]["text"]]
+        assert not result.problem, result.problem
 
 
 def _demo(cell) -> bool:

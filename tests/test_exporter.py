@@ -174,7 +174,8 @@ def test_save_auto_grades_at_once_writes_the_rows_nbgrader_writes(tmp_path):
     assert rows["at-once"] == rows["nbgrader"]
     # one commit per notebook (besides the Gradebook's own), where nbgrader commits once per cell
     assert committed["at-once"] - committed["opening"] <= len(notebooks), committed
-    assert committed["nbgrader"] - committed["opening"] >= 10 * len(notebooks), committed
+    scored = [nb for _, nb in notebooks if any(c.metadata.get("nbgrader", {}).get("grade") for c in nb.cells)]
+    assert committed["nbgrader"] - committed["opening"] >= 10 * len(scored), committed  # (the labs: no cell to save)
 
 
 def test_cell_metadata_is_judged_as_nbgrader_judges_it_valid_copies_remembered_by_content():

@@ -191,6 +191,7 @@ def cells_to_run(notebook: Any, trusted: dict[str, Any], instructors: frozenset[
     for k, cell in enumerate(cells):
         if cell.source in demos and not cell.graded and not answers[k] and cell.index >= 0:
             cell.demo = True  # byte-identical to the instructor's tagged cell (a test or answer cell never is one)
+        if not cell.graded:  # shown if the cell is not run (a demo, a playground, a notebook that scores nothing)
             cell.saved = saved[k] if isinstance(saved[k], list) else []
     return cells
 
@@ -269,9 +270,13 @@ def _grade_cells(name: str, cells: list[Cell], tests_from: str, timeout: float, 
     started = time.monotonic()
     result = NotebookResult(name, tests_from)
     if not any(c.graded for c in cells):
-        # Nothing is scored (an ungraded notebook: the labs), so nothing runs: running its cells would cost a worker
-        # and could only add a refusal to the feedback of code that earns nothing (issue 29: playgrounds are never
-        # refused). Whether a notebook scores anything is the instructor's notebook's to say, never the student's.
+        # Nothing is scored (an ungraded notebook: the labs), so nothing runs: every cell shows the outputs the student
+        # saved, marked as a playground's. Running them would cost a worker and could only add a refusal to the
+        # feedback of code that earns nothing (issue 29: playgrounds are never refused). Whether a notebook scores
+        # anything is the instructor's to say (the test cells come from the gradebook), never the student's.
+        for cell in cells:
+            cell.playground = cell.playground or not cell.demo
+        _verdicts(result, cells, ({}, "", [], []), 0.0)
         result.seconds = time.monotonic() - started
         return result
     from grader.isolation.pool import GRADING
