@@ -85,7 +85,7 @@ def test_overwrite_cells_reads_from_memory_exactly_what_the_gradebook_holds(tmp_
             cached = _CellsReadOnce(gb, instructor_notebook(db_url, course.ASSIGNMENT, path.stem), path.stem,
                                     course.ASSIGNMENT)
             notebook = gb.find_notebook(path.stem, course.ASSIGNMENT)
-            assert notebook.source_cells
+            assert notebook.source_cells or path.stem == "06_labs"  # (the labs: no nbgrader cell at all)
             for cell in notebook.source_cells:
                 got = cached.find_source_cell(cell.name, path.stem, course.ASSIGNMENT)
                 assert (got.name, got.cell_type, got.source, got.locked, got.checksum) == \

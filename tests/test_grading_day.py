@@ -112,7 +112,7 @@ def test_left_out_folders_files_and_cells_are_said_counted_and_force_and_assignm
     assert "Missing grade cell" not in out, out
     others = [line for line in lines if line.strip().startswith("warning") and line not in bob + renamed + deleted]
     assert not others, out  # (the cell nbgrader puts back had no id: nbformat's MissingIDFieldWarning, 26 Nov)
-    assert "autograde: 11/11 notebooks graded" in out, out  # ada 4, cleo 3, dan 4; bob left out
+    assert "autograde: 17/17 notebooks graded" in out, out  # ada 6, cleo 5, dan 6; bob left out
     assert any(line.startswith("left out: 1 student folder(s) misnamed, 1 notebook file(s) misnamed") for line in lines), out
     assert set(_scores(root)) == {"ada", "cleo", "dan"}
 
@@ -121,23 +121,23 @@ def test_left_out_folders_files_and_cells_are_said_counted_and_force_and_assignm
     assert "Removing existing assignment:" not in forced.stdout, forced.stdout
     force_lines = [line for line in forced.stdout.splitlines() if "FORCE" in line]
     assert len(force_lines) == 1 and "of 3 students were removed and graded again" in force_lines[0], forced.stdout
-    assert "autograde: 11/11 notebooks graded" in forced.stdout, forced.stdout
+    assert "autograde: 17/17 notebooks graded" in forced.stdout, forced.stdout
 
     again = make(root, "autograde")
-    assert "autograde: 0/0 notebooks graded" in again.stdout and "3 students (11 notebooks) autograded before" \
+    assert "autograde: 0/0 notebooks graded" in again.stdout and "3 students (17 notebooks) autograded before" \
         in again.stdout and "FORCE=1" in again.stdout, again.stdout
 
     # issue 30: the rename the warning told, then a plain rerun, grades that notebook (it kept its 0 before)
     assert _scores(root)["cleo"]["square"][0] == 0
     os.rename(cleo / "03_double_backward (1).ipynb", cleo / "03_double_backward.ipynb")
     renamed_run = make(root, "autograde")
-    assert renamed_run.returncode == 0 and "autograde: 4/4 notebooks graded" in renamed_run.stdout, renamed_run.stdout
+    assert renamed_run.returncode == 0 and "autograde: 6/6 notebooks graded" in renamed_run.stdout, renamed_run.stdout
     assert "(cleo): they are graded again" in renamed_run.stdout, renamed_run.stdout
     assert _scores(root)["cleo"]["square"][0] > 0, _scores(root)["cleo"]
     # STUDENT=: one student graded again, the others left as they are
     before = (root / "autograded" / "dan" / "autograd" / "02_custom_function.ipynb").stat().st_mtime_ns
     one = make(root, "autograde", "STUDENT=ada")
-    assert one.returncode == 0 and "autograde: 4/4 notebooks graded" in one.stdout, one.stdout
+    assert one.returncode == 0 and "autograde: 6/6 notebooks graded" in one.stdout, one.stdout
     assert (root / "autograded" / "dan" / "autograd" / "02_custom_function.ipynb").stat().st_mtime_ns == before
     nobody = make(root, "autograde", "STUDENT=zoe")
     assert nobody.returncode != 0 and "no submission of zoe" in nobody.stdout, nobody.stdout
@@ -212,7 +212,7 @@ def test_ctrl_c_leaves_every_student_recorded_completely_or_as_before(scratch):
     rerun = make(root, "autograde")
     assert rerun.returncode == 0, rerun.stdout[-3000:]
     assert "finishing the FORCE=1 run interrupted before: 2 students" in rerun.stdout, rerun.stdout
-    assert "autograde: 8/8 notebooks graded" in rerun.stdout, rerun.stdout  # ben and cat (ann: recorded)
+    assert "autograde: 12/12 notebooks graded" in rerun.stdout, rerun.stdout  # ben and cat (ann: recorded)
     assert all(s == m for s, m in _scores(root)["ben"].values())
     assert all(s == m for s, m in _scores(root)["cat"].values()), "cat: graded again, as FORCE=1 asked"
     assert not (root / f".autograde-force-{course.ASSIGNMENT}").exists()
@@ -254,7 +254,7 @@ def test_switching_a_graded_class_to_an_empty_postgresql_gradebook_grades_it(scr
     done = make(root, "autograde", env=_env(GRADER_DB_URL=postgres_url))
     out = done.stdout
     assert done.returncode == 0, out[-3000:]
-    assert "No autograded submissions" not in out and "autograde: 8/8 notebooks graded" in out, out
+    assert "No autograded submissions" not in out and "autograde: 12/12 notebooks graded" in out, out
     assert "no grades in the gradebook" in out, out
     table = _scores(root, postgres_url)
     assert set(table) == {"ann", "ben"} and all(s == m for row in table.values() for s, m in row.values())

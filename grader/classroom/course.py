@@ -261,6 +261,8 @@ def _autograde_locked(root: Path, assignment: str, force: bool, jobs: int, db_ur
             runner.quiet |= {runner.shown(f"Skipping unknown notebook: {f}")}
             say(f"    warning: {printable(student)}: {folder}/{printable(f.name)} left out: {what}")
         never = sorted(missing - hinted - ungraded)  # (a notebook that scores nothing costs nothing when missing)
+        runner.quiet |= {runner.shown(f"No submitted file: {root / 'submitted' / student / assignment / n}")
+                         for n in missing & ungraded}
         if never and (not only or student in only):  # (nbgrader's own line said only "No submitted file: <path>")
             runner.quiet |= {runner.shown(f"No submitted file: {root / 'submitted' / student / assignment / n}")
                              for n in never}
