@@ -1137,14 +1137,29 @@ def language_of(notebook: Any) -> str:
         return "en"
 
 
+_DECLARED: list[str] = []  # the language the running notebook declared in its set-up cell (``declare``)
+
+
+def declare(language: object) -> str:
+    """The notebook running in this kernel says its language (a translated notebook's set-up cell does, whatever
+    front end runs it: JupyterLab, VS Code, Colab, nbconvert, nbclient, papermill, ``nbgrader validate``). Only
+    $GRADER_LANGUAGE overrides it. Returns the language its self-checks now speak."""
+    _DECLARED[:] = [normalize(language)]
+    _process_default.cache_clear()
+    return current()
+
+
 @functools.lru_cache(maxsize=1)
 def _process_default() -> str:
-    """The language when no grading path chose one: $GRADER_LANGUAGE if set; else, in a Jupyter kernel, the
-    language of the notebook it runs (jupyter_server puts the notebook's path in $JPY_SESSION_NAME); else
-    English. Read once: the student's self-checks ask for every sentence."""
+    """The language when no grading path chose one: $GRADER_LANGUAGE if set (an override); else the language the
+    notebook declared (``declare``: its set-up cell); else, in a Jupyter kernel, the language of the notebook it
+    runs (jupyter_server puts the notebook's path in $JPY_SESSION_NAME); else English. Read once: the student's
+    self-checks ask for every sentence."""
     explicit = os.environ.get("GRADER_LANGUAGE", "").strip()
     if explicit:
         return normalize(explicit)
+    if _DECLARED:
+        return _DECLARED[0]
     if "ipykernel" not in sys.modules:  # (a program a kernel started is not the notebook)
         return LANGUAGE
     session = os.environ.get("JPY_SESSION_NAME", "").strip()
