@@ -15,6 +15,7 @@ judge decides (``grader.judge.runner``).
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any, Callable, Iterator, Sequence
 
 from grader.judge import diagnosis as dx
@@ -26,7 +27,7 @@ from grader.spec.exercises import Shape, draw_seed, get
 kernel_rule.install()  # in the student's kernel: every cell run is told what autograding would refuse in it
 
 __all__ = ["forward", "first_derivatives", "second_derivatives", "structure", "forward_mode", "vmap",
-           "skip_if_unfinished"]
+           "skip_if_unfinished", "skip_while_unwritten", "note", "pasted_verdict"]
 
 
 def run_check(check: str, exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None, seed: int) -> None:
@@ -74,6 +75,44 @@ def skip_if_unfinished(exercise: str) -> Iterator[None]:
         note = messages.message("unfinished_skipped")
         print("○ " + messages.say("two_sentences", first=note.title.format(exercise=exercise, target=target),
                                   second=note.hint))
+
+
+# The NotImplementedError of a released stub ("exercise 'softplus': write Softplus.forward") and of a paste cell left
+# as released ("exercise 'own-functions': paste your Square, Exp from notebooks 3 and 4 into the cell of section 0").
+_STUB = re.compile(r"exercise '([\w-]+)': write (.+)")
+_PASTE = re.compile(r"exercise '[\w-]+': paste your (.+?) from ")
+
+
+@contextlib.contextmanager
+def skip_while_unwritten() -> Iterator[None]:
+    """Like ``skip_if_unfinished`` for a block that uses several answers (notebooks 4 and 5): stops at whichever
+    exercise is still its released stub, or at section 0's paste cell not pasted yet, with one line in the
+    notebook's language, so that Restart & Run All goes on. Any other error is raised as usual."""
+    try:
+        yield
+    except NotImplementedError as exc:
+        stub, paste = _STUB.match(str(exc)), _PASTE.match(str(exc))
+        if stub:
+            note_ = messages.message("unfinished_skipped")
+            print("○ " + messages.say("two_sentences", first=note_.title.format(exercise=stub.group(1),
+                                                                             target=stub.group(2)), second=note_.hint))
+        elif paste:
+            note("paste_skipped", names=paste.group(1))
+        else:
+            raise
+
+
+def note(key: str, **fields: Any) -> None:
+    """Print one of the course's notes (``grader.spec.messages``' ``note_<key>``: a ○ line in the notebook's language)
+    where a notebook says why a demonstration did not run."""
+    message = messages.message(f"note_{key}")
+    print("○ " + messages.say("two_sentences", first=message.title.format(**fields),
+                              second=message.hint.format(**fields)).rstrip())
+
+
+def pasted_verdict(ok: bool, notebooks: str) -> str:
+    """'✓', or why a Function pasted into section 0 is not right yet, in the notebook's language."""
+    return "✓" if ok else "✗ " + messages.say("pasted_not_right", notebooks=notebooks)
 
 
 def forward(exercise: str, fn: Callable[..., Any], shapes: Sequence[Shape] | None = None, seed: int = 0) -> None:

@@ -134,6 +134,37 @@ def test_a_chinese_self_check_speaks_chinese_under_nbclient_without_any_jupyter_
     assert "✗ square · forward: apply 返回了一个 NoneType，而不是单个张量。" in out and "提示：" in out, out
 
 
+def test_notebooks_4_and_5_helpers_speak_the_notebooks_language():
+    """Issue 33: notebook 4's and 5's own helpers printed English in the Chinese notebooks (`○ skipped: …`, `✗ not
+    right yet: …`, `○ section 0 is not pasted yet: …`); they are the grader's now (``checks.skip_while_unwritten``,
+    ``checks.note``, ``checks.pasted_verdict``), said from the message tables."""
+    from grader import checks
+
+    def printed(language: str) -> str:
+        out = io.StringIO()
+        with messages.using(language), contextlib.redirect_stdout(out):
+            with checks.skip_while_unwritten():
+                raise NotImplementedError("exercise 'softplus': write Softplus.forward")
+            with checks.skip_while_unwritten():
+                raise NotImplementedError("exercise 'own-functions': paste your Square, Exp from notebooks 3 and 4 "
+                                          "into the cell of section 0")
+            for key in ("capstone_not_pasted", "compile_not_while_grading", "library_not_while_grading"):
+                checks.note(key)
+            checks.note("compile_unavailable", error="RuntimeError: no compiler")
+            print(checks.pasted_verdict(False, "3"), checks.pasted_verdict(True, "3"))
+        return out.getvalue()
+
+    english, chinese = printed("en"), printed("zh")
+    assert "○ skipped: exercise 'softplus' is not done yet (Softplus.forward still raises" in english
+    assert "○ skipped: paste your Square, Exp into the cell of section 0 first." in english
+    assert "✗ not right yet: its self-checks in notebook 3 say why ✓" in english
+    assert "○ 已跳过" in chinese and "第 0 节" in chinese and "✗ 还不对：笔记本 3 中它的自查会说明原因 ✓" in chinese
+    assert not english_words(chinese.replace("RuntimeError: no compiler", "")), chinese
+    with pytest.raises(NotImplementedError):  # anything else is raised as usual
+        with checks.skip_while_unwritten():
+            raise NotImplementedError("not a stub")
+
+
 # --- the words of a Chinese diagnosis -------------------------------------------------------------------------------
 
 # Names a Chinese sentence keeps in English: the course's exercises, classes, inputs and checks, PyTorch's and
@@ -147,7 +178,7 @@ _NAMES = {
     "float32", "int64", "HVP", "WGAN", "GP", "Rosenbrock", "Softplus", "sum", "sin", "tanh", "exp", "logsumexp",
     "mean", "softplus", "ipynb", "requires", "dim", "result", "penalty", "loss", "fn", "batches", "norms", "norm",
     "sigmoid", "detach", "item", "numpy", "data", "tensor", "Tensor", "inf", "nan", "jacobian", "hessian", "tuple",
-    "ndarray", "Python", "dx", "dy", "reshape", "scatter", "gather", "batch", "expx", "expnegx",
+    "ndarray", "Python", "dx", "dy", "reshape", "scatter", "gather", "batch", "expx", "expnegx", "Dynamo",
     "bug",  # (a word Chinese programmers write as it is)
 }
 

@@ -41,6 +41,10 @@ TERMS: dict[tuple[str, int | None, int | None], tuple[str, ...]] = {
     ("hvp_torch_func_through_classic_function", 3, None): ("def forward(ctx",),
     # "with your {name} from notebook 3": {name} is Square, Exp or Sinh (grader.judge.second_order's own Functions)
     ("probe_own_function", 3, None): ("class Square(", "class Exp(", "class Sinh("),
+    # "paste your {names} into the cell of section 0" / "section 0 is not pasted yet": section 0 is where the
+    # Functions named in OWN_FUNCTIONS are pasted (notebooks 4 and 5), in either language (the code is the same)
+    ("note_paste_skipped", None, 0): ("OWN_FUNCTIONS",),
+    ("note_capstone_not_pasted", None, 0): ("OWN_FUNCTIONS",),
 }
 
 
@@ -166,6 +170,18 @@ def exercises_saying(key: str) -> set[str]:
     if key in functions.MISTAKES:
         return set(functions.SECTIONS)
     return set(exercises.EXERCISES) | set(functions.SECTIONS)
+
+
+def notebooks_saying_note(key: str) -> set[str]:
+    """A course note (``note_<name>``: printed by ``grader.checks.note``, or by ``skip_while_unwritten`` for a paste
+    cell left as released) is said by the notebooks whose code prints it: derived from the solutions' code."""
+    name = key.removeprefix("note_")
+    found = set()
+    for path in sorted((REPO / "solutions" / "autograd").glob("*.ipynb")):
+        code = "\n".join(c.source for c in nbformat.read(str(path), as_version=4).cells if c.cell_type == "code")
+        if f'note("{name}"' in code or (name == "paste_skipped" and "skip_while_unwritten" in code):
+            found.add(path.name)
+    return found
 
 
 def notebook_of(exercise: str) -> str:
@@ -312,7 +328,7 @@ def test_each_function_exercise_is_in_the_notebook_the_registry_says(notebooks):
 def test_every_section_a_message_cites_exists_and_teaches_what_the_message_is_about(language, notebooks):
     problems, cited = [], 0
     for key, text in message_texts(language):
-        own = {notebook_of(ex) for ex in exercises_saying(key)}
+        own = notebooks_saying_note(key) if key.startswith("note_") else {notebook_of(ex) for ex in exercises_saying(key)}
         cited += len(citations(text, language))
         problems += check_text(key, text, language, own, notebooks[language])
     assert cited >= 2, "no citation found: the patterns no longer read the messages"

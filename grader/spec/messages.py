@@ -43,6 +43,18 @@ EN: dict[str, Message] = {
         "This check did not run. Write {target} in the answer cell `{exercise}`, run that cell, then this one; "
         "until then the exercise scores 0 when graded.",
     ),
+    "note_paste_skipped": Message("skipped: paste your {names} into the cell of section 0 first.",
+                                  "Run this cell again once you have."),
+    "pasted_not_right": Message("not right yet: its self-checks in notebook {notebooks} say why", ""),
+    "note_capstone_not_pasted": Message("section 0 is not pasted yet: the capstone runs with PyTorch's x², x³, sinh, eˣ "
+                                        "and softplus in place of your Functions.",
+                                        "Paste them and run it again to go through yours."),
+    "note_compile_not_while_grading": Message(
+        "skipped: torch.compile is not run while grading (Dynamo reads Python frames, which the grader's sandbox "
+        "refuses).", "Run this cell in your own kernel."),
+    "note_compile_unavailable": Message("skipped: torch.compile does not run here ({error}).", ""),
+    "note_library_not_while_grading": Message("skipped: torch.library is not run while grading.",
+                                              "Run this cell in your own kernel."),
     "unfinished_skipped": Message(
         "skipped: exercise '{exercise}' is not done yet ({target} still raises NotImplementedError).",
         "Run this cell again once you have written it.",

@@ -5,6 +5,12 @@ regenerates it and fails on a difference). A key missing here is said in English
 TABLE: dict[str, tuple[str, str]] = {
     'not_implemented': ('{function} 还没有实现（它仍然抛出 NotImplementedError）。', '把答案单元格 `{exercise}` 中 `raise NotImplementedError(...)` 这一行换成你的代码，运行该单元格，然后重新运行这个检查。'),
     'unfinished_exercise': ("{exercise} · {check}：尚未完成：练习 '{exercise}' 仍然抛出 NotImplementedError（{target}）。", '这个检查没有运行。请在答案单元格 `{exercise}` 中写好 {target}，先运行那个单元格，再运行这个；在此之前，评分时这道练习得 0 分。'),
+    'note_paste_skipped': ('已跳过：请先把你的 {names} 粘贴到第 0 节的单元格中。', '粘贴之后，再运行一次这个单元格。'),
+    'pasted_not_right': ('还不对：笔记本 {notebooks} 中它的自查会说明原因', ''),
+    'note_capstone_not_pasted': ('第 0 节还没有粘贴：综合项目用 PyTorch 自带的 x²、x³、sinh、eˣ 和 softplus 代替你的 Function 运行。', '把它们粘贴进去，再运行一次，就会经过你自己的 Function。'),
+    'note_compile_not_while_grading': ('已跳过：评分时不运行 torch.compile（Dynamo 要读取 Python 栈帧，而评分程序的沙箱不允许这样做）。', '请在你自己的内核中运行这个单元格。'),
+    'note_compile_unavailable': ('已跳过：torch.compile 在这里无法运行（{error}）。', ''),
+    'note_library_not_while_grading': ('已跳过：评分时不运行 torch.library。', '请在你自己的内核中运行这个单元格。'),
     'unfinished_skipped': ("已跳过：练习 '{exercise}' 尚未完成（{target} 仍然抛出 NotImplementedError）。", '写好之后，再运行一次这个单元格。'),
     'raised_error': ('你的代码抛出了 {error_type}（阶段：{stage}）：{error}', '看一下上面显示的那一行；在答案单元格 `{exercise}` 中改正它，先重新运行该单元格，再运行这个检查。'),
     'numpy_on_tracked_tensor': ('你的代码对一个正被自动微分追踪的张量调用了 .numpy()。', '在 backward 里只用 PyTorch 运算，这样自动微分才能记录它们；如果某一步确实需要 NumPy，就把它包进一个单独的 autograd.Function（就像 CubeBackward 那样）。'),
