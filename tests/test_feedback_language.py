@@ -131,7 +131,7 @@ def test_a_chinese_self_check_speaks_chinese_under_nbclient_without_any_jupyter_
     NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     out = "".join(o.get("text", "") or o.get("evalue", "") for c in nb.cells for o in c.outputs)
-    assert "✗ square · forward: apply 返回了一个 NoneType，而不是单个张量。" in out and "提示：" in out, out
+    assert "✗ square · 前向：apply 返回了一个 NoneType，而不是单个张量。" in out and "提示：" in out, out
 
 
 def test_notebooks_4_and_5_helpers_speak_the_notebooks_language():
@@ -508,8 +508,8 @@ def test_a_self_check_in_a_chinese_notebooks_kernel_speaks_chinese(tmp_path, chi
     english.write_bytes((SOLUTIONS / notebook.name).read_bytes())
     out = _kernel_output(notebook, _SELF_CHECK, via_jupyter_server)
     assert str(notebook) in out  # the kernel was told which notebook it runs
-    assert "✓ square · forward: x² 与 PyTorch 一致（" in out, out
-    assert "✗ square · first derivatives: `x` 的梯度符号错了。" in out and "提示：" in out, out
+    assert "✓ square · 前向：x² 与 PyTorch 一致（" in out, out
+    assert "✗ square · 一阶导数：`x` 的梯度符号错了。" in out and "提示：" in out, out
     assert not english_words(re.sub(r"\x1b\[[0-9;]*m", "", out).replace(str(notebook), " ").replace("AssertionError", "")), out
     if via_jupyter_server:
         out = _kernel_output(english, _SELF_CHECK, True)

@@ -66,7 +66,7 @@ def unfinished_notice(finding: Finding, target: str) -> str:
 def passed_line(exercise: str, check: str, summary: str, count: int) -> str:
     """A passed check's line: '✓ square · forward: x² matches PyTorch on 4 probes'."""
     said = messages.say("passed_probes" if count != 1 else "passed_one_probe", summary=summary, count=count)
-    return f"✓ {check_label(exercise, check)}: {said}"
+    return "✓ " + messages.say("verdict_line", label=check_label(exercise, check), text=said)
 
 
 # --- numbers --------------------------------------------------------------------------------

@@ -65,7 +65,7 @@ class Finding:
             return self._render()
 
     def _render(self) -> str:
-        lines = [f"✗ {check_label(self.exercise, self.check)}: {self.title}"]
+        lines = ["✗ " + messages.say("verdict_line", label=check_label(self.exercise, self.check), text=self.title)]
         if self.code:
             lines.append(_labelled("label_code", self.code))
         if self.where:
@@ -136,9 +136,12 @@ def display_width(text: str) -> int:
 
 
 def check_name(check: str) -> str:
-    """A check as its verdict lines name it: notebook 2-4's ``forward``, notebook 1 and 4's ``check_hvp`` as ``hvp``
-    (one style in every label: "softplus · forward", "hvp · hvp_forward_over_reverse")."""
-    return check.removeprefix("check_")
+    """A check as its verdict lines name it, in the notebook's language: notebook 2-5's ``forward`` ("前向" in
+    Chinese), notebook 1 and 4's ``check_hvp`` as ``hvp`` (an identifier: never translated). One style in every
+    label: "softplus · forward", "hvp · hvp_forward_over_reverse"."""
+    name = check.removeprefix("check_")
+    said = messages.TABLES.get(messages.current(), messages.EN).get("check_name_" + name.replace(" ", "_"))
+    return said.title if said else name
 
 
 def check_label(exercise: str, check: str) -> str:

@@ -45,14 +45,14 @@ EN: dict[str, Message] = {
     ),
     "note_paste_skipped": Message("skipped: paste your {names} into the cell of section 0 first.",
                                   "Run this cell again once you have."),
-    "pasted_not_right": Message("not right yet: its self-checks in notebook {notebooks} say why", ""),
     "note_capstone_not_pasted": Message("section 0 is not pasted yet: the capstone runs with PyTorch's x², x³, sinh, eˣ "
                                         "and softplus in place of your Functions.",
                                         "Paste them and run it again to go through yours."),
     "note_compile_not_while_grading": Message(
         "skipped: torch.compile is not run while grading (Dynamo reads Python frames, which the grader's sandbox "
         "refuses).", "Run this cell in your own kernel."),
-    "note_compile_unavailable": Message("skipped: torch.compile does not run here ({error}).", ""),
+    "note_compile_unavailable": Message("skipped: torch.compile does not run here ({error}).",
+                                        "The demonstrations of this section need it; nothing else in the notebook does."),
     "note_library_not_while_grading": Message("skipped: torch.library is not run while grading.",
                                               "Run this cell in your own kernel."),
     "unfinished_skipped": Message(
@@ -943,6 +943,17 @@ PIECES: dict[str, Message] = {
     "hidden_check_label": Message("[hidden check, other inputs]", ""),
     "same_as_above": Message("{headline} (same as above)", ""),
     "two_sentences": Message("{first} {second}", ""),
+    "verdict_line": Message("{label}: {text}", ""),  # "square · forward: ..." (a Chinese line takes a full-width colon)
+    # the custom-Function checks as a verdict line names them ("✓ square · forward: ..."; findings.check_name)
+    "check_name_forward": Message("forward", ""),
+    "check_name_first_derivatives": Message("first derivatives", ""),
+    "check_name_second_derivatives": Message("second derivatives", ""),
+    "check_name_structure": Message("structure", ""),
+    "check_name_forward_mode": Message("forward mode", ""),
+    "check_name_vmap": Message("vmap", ""),
+    # the verdict on a Function pasted into section 0 (notebooks 4 and 5; checks.pasted_verdict)
+    "pasted_not_right": Message("not right yet: its self-checks in notebook {notebooks} say why", ""),
+
     "at_line": Message("at line {line}", ""),
     # the student's line that raised (a finding's "in your code:" line), as the sandbox found it
     "code_in_function": Message("{name}, line {line}: {code}", ""),
