@@ -165,6 +165,21 @@ def test_notebooks_4_and_5_helpers_speak_the_notebooks_language():
             raise NotImplementedError("not a stub")
 
 
+def test_the_kernels_one_line_notice_of_a_refused_line_is_in_the_notebooks_language():
+    """Issue 33: the ⚠ line the student's kernel prints when a cell uses what autograding refuses embedded the
+    English refusal in the Chinese sentence ("…第 1 行：import os: the module os is not available in graded code。")."""
+    from types import SimpleNamespace
+
+    from grader.sandboxed import kernel_rule
+
+    out = io.StringIO()
+    with messages.using("zh"), contextlib.redirect_stdout(out):
+        kernel_rule._before_cell(SimpleNamespace(raw_cell="import os\nx = 1\n"))
+    line = out.getvalue()
+    assert line.startswith("⚠ 自动评分会拒绝这个单元格的第 1 行：评分代码中不能使用 import os（模块 os）。只有"), line
+    assert "。。" not in line and not english_words(line.replace("import os", " ").replace("模块 os", " ")), line
+
+
 # --- the words of a Chinese diagnosis -------------------------------------------------------------------------------
 
 # Names a Chinese sentence keeps in English: the course's exercises, classes, inputs and checks, PyTorch's and

@@ -183,10 +183,11 @@ def _before_cell(info: Any = None) -> None:
     except Exception:  # noqa: BLE001 (the hook never stops a cell)
         return
     if found:
+        from grader.sandboxed.policy_words import localized
         from grader.spec.messages import say
 
         line, what = found[0]
-        print("⚠ " + say("kernel_refused_cell", line=line if line is not None else "?", what=_one_line(what)))
+        print("⚠ " + say("kernel_refused_cell", line=line if line is not None else "?", what=_one_line(localized(what)).rstrip("。")))
 
 
 def _one_line(text: str) -> str:

@@ -58,15 +58,21 @@ def instead(message: str) -> str:
     return ""
 
 
-def worded(message: str) -> str:
-    """A refusal as the student reads it: in the current language, with what to write instead."""
+def localized(message: str) -> str:
+    """A refusal in the current language, without the sentence saying what to write instead (a one-line notice)."""
     from grader.spec.messages import current, say
 
-    more = instead(message)  # decided on the English refusal
     if current() != "en":
         frame = FRAME.match(message)
         if frame:
-            message = say("policy_refused", what=_what(frame["what"]), why=_why(frame["why"]))
+            return say("policy_refused", what=_what(frame["what"]), why=_why(frame["why"]))
+    return message
+
+
+def worded(message: str) -> str:
+    """A refusal as the student reads it: in the current language, with what to write instead."""
+    more = instead(message)  # decided on the English refusal
+    message = localized(message)
     if not more:
         return message
     return message + more if message.endswith("。") else f"{message} {more}"  # (no space after a full-width stop)
