@@ -392,6 +392,14 @@ def test_grader_grade_gives_a_chinese_notebook_the_english_scores_with_chinese_d
     passed = [c["message"] for c in cells["zh"].values() if c["status"] == "passed"]
     assert passed and all("探测样例" in m and "probe" not in m for m in passed), passed
     assert all(" probe" in c["message"] for c in cells["en"].values() if c["status"] == "passed")
+    # the table around them (issue 33: "What to fix:", "same reason as above", "pt" were English)
+    table = subprocess.run([sys.executable, "-m", "grader.classroom.cli", "grade", str(zh / "03_double_backward.ipynb"),
+                            "--tests", str(chinese_solutions / "03_double_backward.ipynb")],
+                           capture_output=True, text=True, timeout=600, cwd=REPO).stdout
+    assert "要改正的地方：" in table and "总分" in table and "（2 分）：✗ square · 一阶导数：" in table, table
+    frame = "\n".join(line for line in table.splitlines() if not line.startswith(("- ", "    ", "  提示", "  探测")))
+    # (test cells are named by their grade ids' suffixes, "first-order ✓": identifiers, as in the notebook)
+    assert not english_words(re.sub(r"\S+\.ipynb|\S+/\S+|[\w-]+ [✓✗]", " ", frame)), frame
 
 
 @pytest.mark.slow

@@ -25,9 +25,17 @@ def _points(x: float) -> str:
     return f"{x:g}"
 
 
-def render_text(result: NotebookResult, verbose: bool = True) -> str:
-    lines = [f"{result.notebook}  (tests: {result.tests_from})", ""]
-    rows = [("exercise", "score", "checks")]
+def render_text(result: NotebookResult, verbose: bool = True, language: str = "en") -> str:
+    """The scores as a table, then what to fix, in ``language`` (the notebook's: ``messages.language_of``)."""
+    from grader.spec import messages
+
+    with messages.using(language):
+        return _render_text(result, verbose, messages.say)
+
+
+def _render_text(result: NotebookResult, verbose: bool, say: Any) -> str:
+    lines = [f"{result.notebook}  ({say('cli_tests_from', tests=result.tests_from)})", ""]
+    rows = [(say("cli_exercise"), say("cli_score"), say("cli_checks"))]
     for name, cells in result.by_exercise().items():
         score = sum(c.points for c in cells)
         top = sum(c.max_points for c in cells)
@@ -35,26 +43,38 @@ def render_text(result: NotebookResult, verbose: bool = True) -> str:
             f"{c.grade_id.removeprefix(name + '-')} {'✓' if c.status == 'passed' else '✗'}" for c in cells
         )
         rows.append((name, f"{_points(score)}/{_points(top)}", marks))
-    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    widths = [max(_width(r[i]) for r in rows) for i in range(2)]
     for r in rows:
-        lines.append(f"  {r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]}")
-    lines.append(f"  {'total':<{widths[0]}}  {_points(result.score)}/{_points(result.max_score)}"
+        lines.append(f"  {_pad(r[0], widths[0])}  {_pad(r[1], widths[1], right=True)}  {r[2]}")
+    lines.append(f"  {_pad(say('cli_total'), widths[0])}  {_points(result.score)}/{_points(result.max_score)}"
                  f"   ({result.seconds:.1f} s)")
     if result.problem:
-        lines += ["", f"! {result.problem}; checks after that point score 0."]
+        lines += ["", "! " + say("cli_stopped", problem=result.problem)]
     if result.restored:
-        lines += ["", "! the notebook replaced " + ", ".join(result.restored) + "; the grader put them back before checking."]
+        lines += ["", "! " + say("cli_restored", names=", ".join(result.restored))]
     failed = [c for c in result.cells if c.status != "passed"]
     if verbose and failed:
-        lines += ["", "What to fix:"]
+        lines += ["", say("cli_what_to_fix")]
         previous = ""
         for c in failed:
             message = c.message.strip() or c.status
-            reason = re.sub(r"^✗ \S+ · [^:]+: ", "", message)  # the same mistake seen by several checks
-            shown = "same reason as above" if reason == previous else message.replace("\n", "\n    ")
-            lines.append(f"- {c.grade_id} ({_points(c.max_points)} pt): {shown}")
+            reason = re.sub(r"^✗ \S+ · [^:：]+[:：] ?", "", message)  # the same mistake seen by several checks
+            shown = say("cli_same_reason") if reason == previous else message.replace("\n", "\n    ")
+            lines.append(say("cli_fix_line", grade_id=c.grade_id, points=_points(c.max_points), shown=shown))
             previous = reason
     return "\n".join(lines)
+
+
+def _width(text: str) -> int:
+    """Columns a terminal gives ``text``: a Chinese character takes two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _pad(text: str, width: int, right: bool = False) -> str:
+    space = " " * max(0, width - _width(text))
+    return space + text if right else text + space
 
 
 def _readable(path: Path, role: str) -> tuple[Any, str]:
@@ -177,7 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     except SandboxRefused as refused:
         print(f"grader: {refused}", file=sys.stderr)
         return 3
-    print(json.dumps(result.as_dict(), indent=2) if args.json else render_text(result, verbose=not args.quiet))
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        from grader.spec import messages
+
+        language = messages.language_of(read_submission_quietly(args.notebook))
+        print(render_text(result, verbose=not args.quiet, language=language))
     return 0
 
 

@@ -943,7 +943,18 @@ PIECES: dict[str, Message] = {
     "hidden_check_label": Message("[hidden check, other inputs]", ""),
     "same_as_above": Message("{headline} (same as above)", ""),
     "two_sentences": Message("{first} {second}", ""),
-    "verdict_line": Message("{label}: {text}", ""),  # "square · forward: ..." (a Chinese line takes a full-width colon)
+    "verdict_line": Message("{label}: {text}", ""),
+    # `grader grade`'s table (grader.classroom.cli.render_text)
+    "cli_tests_from": Message("tests: {tests}", ""),
+    "cli_exercise": Message("exercise", ""),
+    "cli_score": Message("score", ""),
+    "cli_checks": Message("checks", ""),
+    "cli_total": Message("total", ""),
+    "cli_stopped": Message("{problem}; checks after that point score 0.", ""),
+    "cli_restored": Message("the notebook replaced {names}; the grader put them back before checking.", ""),
+    "cli_what_to_fix": Message("What to fix:", ""),
+    "cli_same_reason": Message("same reason as above", ""),
+    "cli_fix_line": Message("- {grade_id} ({points} pt): {shown}", ""),  # "square · forward: ..." (a Chinese line takes a full-width colon)
     # the custom-Function checks as a verdict line names them ("✓ square · forward: ..."; findings.check_name)
     "check_name_forward": Message("forward", ""),
     "check_name_first_derivatives": Message("first derivatives", ""),
