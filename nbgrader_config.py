@@ -134,7 +134,10 @@ c.HTMLExporter.extra_template_basedirs = [
     os.path.join(os.path.dirname(os.path.realpath(__file__)), "grader", "classroom", "templates"),
     os.path.join(os.path.dirname(_nbgrader.__file__), "server_extensions", "formgrader", "templates"),
 ]
-c.HTMLExporter.filters = {"markdown2html": "grader.classroom.untrusted.SanitizedMarkdown", "clean_html": "grader.classroom.untrusted.clean_html"}
+# course_word, page_language: the feedback page's own words and its lang attribute in the notebook's language
+c.HTMLExporter.filters = {"markdown2html": "grader.classroom.untrusted.SanitizedMarkdown", "clean_html": "grader.classroom.untrusted.clean_html",
+                          "course_word": "grader.classroom.feedback_words.course_word",
+                          "page_language": "grader.classroom.feedback_words.page_language"}
 c.HTMLExporter.sanitize_html = True
 # A heading's "¶" anchor links to its id, which the cleaning removes (an id of a submission's can clobber the page's).
 c.HTMLExporter.exclude_anchor_links = True

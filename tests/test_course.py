@@ -115,6 +115,12 @@ def test_nbgrader_autogrades_the_bundled_class_to_the_expected_scores(demo_run):
     page = (tmp_path / "course" / "feedback" / "chen" / "autograd" / "03_double_backward.html").read_text()
     assert "BEGIN HIDDEN TESTS" not in page and "seed=11" not in page
     assert "[hidden check, other inputs] ✗ square · first derivatives: the gradient for `x` ignores the gradient backward receives" in page
+    assert '<html lang="en">' in page and "Score:" in page and "(Top)" in page
+    # wen handed in the Chinese notebooks: her page's frame is Chinese and says so (issue 33: "Score", "Checks",
+    # "(Top)" were English, and without lang="zh-CN" a browser drew 直 and 骨 in their Japanese forms)
+    zh_page = (tmp_path / "course" / "feedback" / "wen" / "autograd-zh" / "03_double_backward.html").read_text()
+    assert '<html lang="zh-CN">' in zh_page and "得分：" in zh_page and "（回到顶部）" in zh_page, zh_page[:3000]
+    assert "Score:" not in zh_page and "(Top)" not in zh_page and "Checks:" not in zh_page
     # The class report counts the planted mistakes under the students who made them.
     import csv
 

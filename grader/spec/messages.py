@@ -944,6 +944,18 @@ PIECES: dict[str, Message] = {
     "same_as_above": Message("{headline} (same as above)", ""),
     "two_sentences": Message("{first} {second}", ""),
     "verdict_line": Message("{label}: {text}", ""),
+    # the feedback page's frame (grader/classroom/templates/feedback, through grader.classroom.feedback_words)
+    "feedback_score": Message("Score: {value}", ""),
+    "feedback_checks": Message("Checks: {value}", ""),
+    "feedback_coding": Message("Coding free-response", ""),
+    "feedback_written": Message("Written response", ""),
+    "feedback_task": Message("Task", ""),
+    "feedback_task_cell": Message("Task:", ""),
+    "feedback_comment": Message("Comment", ""),
+    "feedback_comments": Message("Comments:", ""),
+    "feedback_late": Message("Late submission penalty", ""),
+    "feedback_top": Message("(Top)", ""),
+    "feedback_grade_cell": Message("Grade cell:", ""),
     # `grader grade`'s table (grader.classroom.cli.render_text)
     "cli_tests_from": Message("tests: {tests}", ""),
     "cli_exercise": Message("exercise", ""),
