@@ -239,3 +239,14 @@ def demo_run(tmp_path_factory) -> tuple[Path, int, str]:
     folder = built_once(tmp_path_factory, "demo", build)
     run = json.loads((folder / "run.json").read_text())
     return folder, run["returncode"], run["stdout"]
+
+
+@pytest.fixture(scope="session")
+def released_template(tmp_path_factory) -> Path:
+    """test_adversarial's template course (solutions/ linked, `nbgrader generate_assignment` run: release/ and
+    gradebook.db), made once for the whole `make test` instead of once per file or test that needs one
+    (test_adversarial, test_cluster, test_fixed_costs, test_exporter: 8 s of nbgrader each). Every reader copies it
+    (``shutil.copytree(..., symlinks=True)``) before grading or writing into it, as it did with its own template."""
+    from test_adversarial import _template
+
+    return built_once(tmp_path_factory, "template", _template) / "template"
