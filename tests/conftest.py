@@ -239,3 +239,38 @@ def demo_run(tmp_path_factory) -> tuple[Path, int, str]:
     folder = built_once(tmp_path_factory, "demo", build)
     run = json.loads((folder / "run.json").read_text())
     return folder, run["returncode"], run["stdout"]
+
+
+@pytest.fixture(scope="session")
+def released_template(tmp_path_factory) -> Path:
+    """test_adversarial's template course (solutions/ linked, `nbgrader generate_assignment` run: release/ and
+    gradebook.db), made once for the whole `make test` instead of once per file or test that needs one
+    (test_adversarial, test_cluster, test_fixed_costs, test_exporter: 8 s of nbgrader each). Every reader copies it
+    (``shutil.copytree(..., symlinks=True)``) before grading or writing into it, as it did with its own template."""
+    from test_adversarial import _template
+
+    return built_once(tmp_path_factory, "template", _template) / "template"
+
+
+# --- folders removed while the next tests run -------------------------------------------------------------------
+
+_REMOVALS: list = []  # the `rm -rf` processes started by remove_later, waited for at the end of the session
+
+
+def remove_later(folder: Path) -> None:
+    """Remove ``folder`` (and everything in it) in a process of its own, while this test process goes on to its next
+    tests; the session ends only once it is gone (pytest_sessionfinish below). For a folder of many files that no
+    later test reads (test_shared's students' environment: some 80,000 files, 10 to 25 s of unlinking)."""
+    import subprocess
+
+    _REMOVALS.append(subprocess.Popen(["rm", "-rf", "--one-file-system", str(folder)], stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    import shutil
+
+    while _REMOVALS:
+        process = _REMOVALS.pop()
+        process.wait()
+        shutil.rmtree(process.args[-1], ignore_errors=True)  # (what rm could not remove, if anything)

@@ -389,18 +389,15 @@ _GRADED: dict[str, GradedClass] = {}
 
 
 @pytest.fixture(scope="module")
-def classroom(tmp_path_factory):
-    """Grades each class once (lazily), for every test of this module."""
+def classroom(tmp_path_factory, released_template):
+    """Grades each class once (lazily), for every test of this module (each in a copy of conftest's template)."""
     workdir = tmp_path_factory.mktemp("adversarial")
-    template: list[Path] = []
 
     def get(klass: str) -> GradedClass:
         """The run that graded ``klass`` (with the other classes of its run: SHARED_RUNS)."""
         run = run_name(klass)
         if run not in _GRADED:
-            if not template:
-                template.append(_template(workdir))
-            _GRADED[run] = grade_class(klass, workdir, template[0], classes=run_of(klass))
+            _GRADED[run] = grade_class(klass, workdir, released_template, classes=run_of(klass))
         return _GRADED[run]
 
     yield get

@@ -39,7 +39,7 @@ from grader.classroom import course
 # chosen below are graded through Dask, and every expectation of test_adversarial.py holds for them.
 # (The time bounds are asserted below, with a margin for the Dask processes on this machine.)
 import test_adversarial as local_corpus
-from test_adversarial import AVAILABLE, WHY, GradedClass, _ids, _template, grade_class, students_of
+from test_adversarial import AVAILABLE, WHY, GradedClass, _ids, grade_class, students_of
 
 # What a Dask worker changes is the process around the sandboxes: the worker that starts them (their limits, the
 # folders they hide, the scratch), bubblewrap's pid 1 holding the pipe to that worker, the later tasks that worker
@@ -210,8 +210,8 @@ def workdir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def template(workdir):
-    return _template(workdir)
+def template(released_template):
+    return released_template  # (conftest's, made once for the session: grade_class and _demo_course copy it)
 
 
 def _on(address: str) -> dict[str, str]:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import copy
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -70,15 +71,15 @@ def test_nbconverts_copies_before_the_preprocessors_are_the_ones_handed_over(pat
 
 
 @pytest.mark.slow
-def test_overwrite_cells_reads_from_memory_exactly_what_the_gradebook_holds(tmp_path):
+def test_overwrite_cells_reads_from_memory_exactly_what_the_gradebook_holds(tmp_path, released_template):
     """OverwriteReleasedCells asks _CellsReadOnce, not the database, for each cell: the same answers, and
     nbgrader's MissingEntry for a cell the gradebook does not know (a renamed or invented grade_id)."""
     from nbgrader.api import Gradebook, MissingEntry
-    from test_adversarial import _template
 
     from grader.classroom.nbgrader_plugins import _CellsReadOnce, instructor_notebook
 
-    root = _template(tmp_path)
+    root = tmp_path / "template"  # a copy of conftest's template (made once for the session)
+    shutil.copytree(released_template, root, symlinks=True)
     db_url = f"sqlite:///{root / 'gradebook.db'}"
     with Gradebook(db_url) as gb:
         for path in SOLUTIONS:
@@ -112,19 +113,17 @@ def _gradebook_rows(db_url: str) -> tuple[list, list]:
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # (nbgrader's own add_submission)
-def test_save_auto_grades_at_once_writes_the_rows_nbgrader_writes(tmp_path):
+def test_save_auto_grades_at_once_writes_the_rows_nbgrader_writes(tmp_path, released_template):
     """The same notebooks (some test cells failed, some answers left as released) recorded by nbgrader's
     SaveAutoGrades into one copy of a gradebook and by SaveAutoGradesAtOnce into another: the same rows."""
-    import shutil
-
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import SaveAutoGrades
     from nbformat.v4 import new_output
-    from test_adversarial import _template
 
     from grader.classroom.nbgrader_plugins import SaveAutoGradesAtOnce
 
-    root = _template(tmp_path)
+    root = tmp_path / "template"  # a copy of conftest's template (made once for the session)
+    shutil.copytree(released_template, root, symlinks=True)
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         gb.add_student("ada")
         gb.add_submission(course.ASSIGNMENT, "ada")

@@ -33,7 +33,7 @@ import pytest
 from grader.classroom import course, nbgrader_plugins
 from grader.classroom.plugins import trusted_execute
 from grader.judge import runner
-from test_adversarial import AVAILABLE, WHY, _solution_cells, _template
+from test_adversarial import AVAILABLE, WHY, _solution_cells
 
 needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
 NOTEBOOKS = ("01_a", "02_b", "03_c")
@@ -235,9 +235,9 @@ class CountingPool:
 
 @pytest.mark.slow
 @needs_sandbox
-def test_a_rerun_without_force_grades_only_the_new_student_and_exits(tmp_path):
+def test_a_rerun_without_force_grades_only_the_new_student_and_exits(tmp_path, released_template):
     root = tmp_path / "class"
-    shutil.copytree(_template(tmp_path / "base"), root, symlinks=True)
+    shutil.copytree(released_template, root, symlinks=True)  # (conftest's, made once: copied)
     for student in ("a", "b", "c"):
         course.build_submission(root / "release" / course.ASSIGNMENT, _solution_cells(),
                                 root / "submitted" / student / course.ASSIGNMENT)
@@ -323,7 +323,7 @@ def _others_share(seconds: float = 0.5) -> float:
 
 @pytest.mark.slow
 @needs_sandbox
-def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp_path):
+def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp_path, released_template):
     """Cold (`make autograde` for one student: Python, nbgrader, the workers' start, the four notebooks, the table)
     against warm (the same notebooks in a ready pool), measured back to back, best of five tries. The 4 s are of a
     quiet machine of the reference's kind: scaled by how much slower it runs now (``_slowdown``), and by the share
@@ -331,7 +331,7 @@ def test_one_students_notebooks_cost_at_most_4_s_more_than_grading_them_warm(tmp
     from grader.isolation.pool import Pool
 
     root = tmp_path / "class"
-    shutil.copytree(_template(tmp_path / "base"), root, symlinks=True)
+    shutil.copytree(released_template, root, symlinks=True)  # (conftest's, made once: copied)
     course.build_submission(root / "release" / course.ASSIGNMENT, _solution_cells(),
                             root / "submitted" / "ada" / course.ASSIGNMENT)
     env = {k: v for k, v in os.environ.items() if k not in ("GRADER_DB_URL", "GRADER_JOBS", "GRADER_SCHEDULER")}

@@ -252,7 +252,7 @@ class SpawnCountingPool(Pool):
 
 @needs_sandbox
 @pytest.mark.slow
-def test_nbgrader_run_directly_on_one_notebook_starts_one_worker_not_one_per_core(tmp_path):
+def test_nbgrader_run_directly_on_one_notebook_starts_one_worker_not_one_per_core(tmp_path, released_template):
     """`nbgrader autograde` run directly (not through `make autograde`, whose early pool already started this way)
     for a class of one notebook: one sandboxed worker starts, the second only if the class needed it. Old code:
     every core's worker started at once, each paying seconds of warm-up (torch, torch._dynamo, pyplot) for nothing."""
@@ -260,10 +260,10 @@ def test_nbgrader_run_directly_on_one_notebook_starts_one_worker_not_one_per_cor
     import textwrap
 
     from grader.classroom import course
-    from test_adversarial import _solution_cells, _template
+    from test_adversarial import _solution_cells
 
     root = tmp_path / "class"
-    shutil.copytree(_template(tmp_path / "base"), root, symlinks=True)
+    shutil.copytree(released_template, root, symlinks=True)  # (conftest's, made once: copied)
     submitted = root / "submitted" / "ada" / course.ASSIGNMENT
     course.build_submission(root / "release" / course.ASSIGNMENT, _solution_cells(), submitted)
     for path in submitted.glob("*.ipynb"):

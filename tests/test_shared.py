@@ -14,11 +14,13 @@ import stat
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from conftest import remove_later
 from grader.classroom import course, shared
 
 REPO = course.REPO
@@ -237,9 +239,9 @@ def shared_folder():
     folder = Path(tempfile.mkdtemp(prefix="autograd-shared-", dir="/tmp"))
     folder.chmod(0o755)
     yield folder
-    # (it holds the students' venv, some 80,000 files: rm removes them in half the time shutil.rmtree takes)
-    subprocess.run(["rm", "-rf", "--one-file-system", str(folder)], capture_output=True)
-    shutil.rmtree(folder, ignore_errors=True)
+    # (it holds the students' venv, some 80,000 files: rm removes them in half the time shutil.rmtree takes, and in
+    # a process of its own while this test process runs its next tests: conftest waits for it at the session's end)
+    remove_later(folder)
 
 
 @pytest.mark.slow
@@ -260,13 +262,20 @@ def test_a_shared_server_round_trip_with_three_student_accounts(accounts, shared
     existed = nbgraders_default.exists()
     out = _instructor([*make, "shared-server", f"COURSE={root}", f"EXCHANGE={exchange}"], REPO)
     assert "made private" in out and str(root / shared.EXCHANGE_FILE) in out, out
-    _instructor([nbgrader, "generate_assignment", course.ASSIGNMENT], root)  # the gradebook, from solutions/
-    out = _instructor([*make, "shared-env", f"PREFIX={prefix}", f"EXCHANGE={exchange}", f"GROUP={group}",
-                       f"PYTHON={sys._base_executable}"], REPO, timeout=900)  # type: ignore[attr-defined]
+    # make shared-env (a venv with the whole lock: most of this test's time) runs while the instructor generates and
+    # releases the assignment: neither reads or writes what the other does (the students' environment at PREFIX; the
+    # course folder and the exchange), and the students fetch only once both are done, as before.
+    # (With GRADER_TRANSCRIPT, make shared-env's lines come after the release's: each is written when it ends.)
+    with ThreadPoolExecutor(max_workers=1) as background:
+        env_made = background.submit(_instructor, [*make, "shared-env", f"PREFIX={prefix}", f"EXCHANGE={exchange}",
+                                                   f"GROUP={group}", f"PYTHON={sys._base_executable}"],  # type: ignore[attr-defined]
+                                     REPO, timeout=900)
+        _instructor([nbgrader, "generate_assignment", course.ASSIGNMENT], root)  # the gradebook, from solutions/
+        _instructor([nbgrader, "release_assignment", course.ASSIGNMENT], root)  # as docs/shared-server.md says
+        out = env_made.result()
     assert "students' environment ready" in out, out
     assert not [p for p in [prefix, *prefix.rglob("*")] if not p.is_symlink() and p.lstat().st_mode & 0o022], \
         "the students' environment is writable by others than root"
-    _instructor([nbgrader, "release_assignment", course.ASSIGNMENT], root)  # as docs/shared-server.md says
 
     answers = {"correct": course.answer_sources(root / "solutions" / course.ASSIGNMENT)["linear"],
                "wrong": course.mistake_source(REPO / "examples" / "mistakes" / "linear-transposed-grad-weight.py")}

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 
 from grader.classroom import course, nbgrader_plugins
-from test_adversarial import AVAILABLE, SOLUTIONS, WHY, _exercises, _solution_cells, _template
+from test_adversarial import AVAILABLE, SOLUTIONS, WHY, _exercises, _solution_cells
 
 needs_sandbox = pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
 
@@ -154,8 +154,8 @@ def _honest(root: Path, scratch: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory):
-    return _template(tmp_path_factory.mktemp("ungradable"))
+def template(released_template):
+    return released_template  # (conftest's, made once for the session: every test here copies it)
 
 
 # tests/test_malformed_reports.py's end-to-end case is a student of this class too (one nbgrader run for both):

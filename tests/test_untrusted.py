@@ -27,7 +27,7 @@ import pytest
 
 from grader.classroom import course, report
 from grader.classroom.untrusted import csv_cell, hide_password, printable, redact
-from test_adversarial import AVAILABLE, WHY, _template
+from test_adversarial import AVAILABLE, WHY
 from test_gradebook_postgres import postgres_url  # noqa: F401 (the fixture: a PostgreSQL server of the test's own)
 
 REPO = course.REPO
@@ -138,13 +138,13 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def hostile_class(tmp_path_factory):
+def hostile_class(tmp_path_factory, released_template):
     """A course autograded by `python -m grader.classroom.course autograde`: mallory's first notebook ends with the markdown
     payload, and a student whose id holds an ANSI escape and a newline; (root, terminal output)."""
     if not AVAILABLE:
         pytest.skip(f"sandbox unavailable: {WHY}")
     base = tmp_path_factory.mktemp("hostile")
-    template = _template(base / "template")
+    template = released_template  # (conftest's, made once: copied below)
     root = base / "course"
     shutil.copytree(template, root, symlinks=True)
     answers = course.answer_sources(REPO / "solutions" / course.ASSIGNMENT)
@@ -328,10 +328,11 @@ def _watch_command_lines(secret: str, seen: list[str], stop: threading.Event) ->
 
 @pytest.mark.slow
 @pytest.mark.skipif(not AVAILABLE, reason=f"sandbox unavailable: {WHY}")
-def test_the_gradebook_password_is_on_no_command_line_log_or_message(postgres_url, tmp_path):  # noqa: F811
+def test_the_gradebook_password_is_on_no_command_line_log_or_message(postgres_url, tmp_path,  # noqa: F811
+                                                                     released_template):
     password = "Pw-" + os.urandom(6).hex()
     db_url = _with_password(postgres_url, password)  # (the test's server trusts its socket: any password works)
-    template = _template(tmp_path / "base")
+    template = released_template  # (conftest's, made once: copied below)
     root = tmp_path / "course"
     shutil.copytree(template, root, symlinks=True)
     (root / "gradebook.db").unlink()
