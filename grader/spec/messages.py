@@ -953,7 +953,7 @@ PIECES: dict[str, Message] = {
     "feedback_task_cell": Message("Task:", ""),
     "feedback_comment": Message("Comment", ""),
     "feedback_comments": Message("Comments:", ""),
-    "feedback_late": Message("Late submission penalty", ""),
+    "feedback_late": Message("Points off for lateness", ""),
     "feedback_top": Message("(Top)", ""),
     "feedback_grade_cell": Message("Grade cell:", ""),
     # `grader grade`'s table (grader.classroom.cli.render_text)
