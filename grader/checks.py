@@ -72,9 +72,7 @@ def skip_if_unfinished(exercise: str) -> Iterator[None]:
         target = dx.stub_target(str(exc), exercise)
         if not target:
             raise
-        note = messages.message("unfinished_skipped")
-        print("○ " + messages.say("two_sentences", first=note.title.format(exercise=exercise, target=target),
-                                  second=note.hint))
+        note("unfinished_skipped", exercise=exercise, target=target, key_is_note=False)
 
 
 # The NotImplementedError of a released stub ("exercise 'softplus': write Softplus.forward") and of a paste cell left
@@ -93,19 +91,17 @@ def skip_while_unwritten() -> Iterator[None]:
     except NotImplementedError as exc:
         stub, paste = _STUB.match(str(exc)), _PASTE.match(str(exc))
         if stub:
-            note_ = messages.message("unfinished_skipped")
-            print("○ " + messages.say("two_sentences", first=note_.title.format(exercise=stub.group(1),
-                                                                             target=stub.group(2)), second=note_.hint))
+            note("unfinished_skipped", exercise=stub.group(1), target=stub.group(2), key_is_note=False)
         elif paste:
             note("paste_skipped", names=paste.group(1))
         else:
             raise
 
 
-def note(key: str, **fields: Any) -> None:
-    """Print one of the course's notes (``grader.spec.messages``' ``note_<key>``: a ○ line in the notebook's language)
-    where a notebook says why a demonstration did not run."""
-    message = messages.message(f"note_{key}")
+def note(key: str, key_is_note: bool = True, **fields: Any) -> None:
+    """Print one of the course's notes (``grader.spec.messages``' ``note_<key>``, or ``key`` itself when
+    ``key_is_note`` is false: a ○ line in the notebook's language) where a notebook says why a block did not run."""
+    message = messages.message(f"note_{key}" if key_is_note else key)
     print("○ " + messages.say("two_sentences", first=message.title.format(**fields),
                               second=message.hint.format(**fields)).rstrip())
 

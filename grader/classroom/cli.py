@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from grader.spec.findings import display_width
 from grader.boundary.limits import NOTEBOOK_SECONDS
 from grader.judge.runner import NotebookResult, SandboxRefused, find_instructor_notebook, grade_notebook
 
@@ -43,7 +44,7 @@ def _render_text(result: NotebookResult, verbose: bool, say: Any) -> str:
             f"{c.grade_id.removeprefix(name + '-')} {'✓' if c.status == 'passed' else '✗'}" for c in cells
         )
         rows.append((name, f"{_points(score)}/{_points(top)}", marks))
-    widths = [max(_width(r[i]) for r in rows) for i in range(2)]
+    widths = [max(display_width(r[i]) for r in rows) for i in range(2)]
     for r in rows:
         lines.append(f"  {_pad(r[0], widths[0])}  {_pad(r[1], widths[1], right=True)}  {r[2]}")
     lines.append(f"  {_pad(say('cli_total'), widths[0])}  {_points(result.score)}/{_points(result.max_score)}"
@@ -65,15 +66,9 @@ def _render_text(result: NotebookResult, verbose: bool, say: Any) -> str:
     return "\n".join(lines)
 
 
-def _width(text: str) -> int:
-    """Columns a terminal gives ``text``: a Chinese character takes two."""
-    import unicodedata
-
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
 def _pad(text: str, width: int, right: bool = False) -> str:
-    space = " " * max(0, width - _width(text))
+    """``text`` padded to ``width`` terminal columns (a Chinese character takes two: findings.display_width)."""
+    space = " " * max(0, width - display_width(text))
     return space + text if right else text + space
 
 
